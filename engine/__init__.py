@@ -1,0 +1,1 @@
+"""The Kafka failure lab's engine: clusters, faults, clients, scenarios and checkers."""

@@ -1,0 +1,155 @@
+"""`python -m engine ...`: the lab's command line.
+
+Every failure a user can meet ends as one line on stderr and a non-zero exit code; set
+LAB_DEBUG=1 to see the traceback of an unexpected error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+import time
+from collections.abc import Callable, Sequence
+
+from engine import paths
+from engine.errors import ClusterNotRunningError, LabError
+
+
+def _print_json(data: object) -> None:
+    print(json.dumps(data, indent=2, sort_keys=True, default=str))
+
+
+def cmd_setup(args: argparse.Namespace) -> int:
+    from engine.cluster import jars
+
+    java = jars.find_java()
+    libs = jars.ensure_kafka_jars()
+    print(f"Java: {java}")
+    print(f"Kafka {paths.kafka_version()} jars: {libs}")
+    return 0
+
+
+def cmd_cluster_up(args: argparse.Namespace) -> int:
+    from engine.cluster import current_cluster, make_cluster, start_cluster
+
+    try:
+        existing = current_cluster()
+        if existing.status().reachable:
+            print(f"A {existing.backend} cluster is already running; reusing it.", file=sys.stderr)
+            _print_status(existing, as_json=args.json)
+            return 0
+    except ClusterNotRunningError:
+        pass
+    cluster = make_cluster(args.backend, nodes=args.nodes, bootstrap=args.bootstrap)
+    began = time.monotonic()
+    print(f"Starting a {args.nodes}-node {args.backend} cluster...", file=sys.stderr)
+    start_cluster(cluster, timeout=args.timeout)
+    print(f"Ready in {time.monotonic() - began:.1f}s.", file=sys.stderr)
+    _print_status(cluster, as_json=args.json)
+    return 0
+
+
+def _print_status(cluster, *, as_json: bool) -> None:
+    status = cluster.status()
+    if as_json:
+        _print_json(status.to_json())
+        return
+    print(f"backend:           {status.backend} (Kafka {status.kafka_version})")
+    print(f"reachable:         {'yes' if status.reachable else 'NO'}")
+    print(f"direct bootstrap:  {status.direct_bootstrap}   (admin, checkers, kcat)")
+    print(f"proxied bootstrap: {status.proxied_bootstrap or '-'}   (clients under test)")
+    if status.controller_id is not None:
+        print(f"active controller: node {status.controller_id}")
+    for node in status.nodes:
+        pid = f" pid {node.pid}" if node.pid else ""
+        print(f"  node {node.node_id}: {node.state}{pid}  {node.direct_address}")
+
+
+def cmd_cluster_status(args: argparse.Namespace) -> int:
+    from engine.cluster import current_cluster
+
+    _print_status(current_cluster(), as_json=args.json)
+    return 0
+
+
+def cmd_cluster_down(args: argparse.Namespace) -> int:
+    from engine.cluster import current_cluster, forget_current
+
+    try:
+        cluster = current_cluster()
+    except ClusterNotRunningError:
+        print("No cluster is running; nothing to stop.", file=sys.stderr)
+        return 0
+    cluster.stop()
+    forget_current()
+    print(f"Stopped the {cluster.backend} cluster.", file=sys.stderr)
+    return 0
+
+
+def _node_action(action: str) -> Callable[[argparse.Namespace], int]:
+    def run(args: argparse.Namespace) -> int:
+        from engine.cluster import current_cluster
+
+        cluster = current_cluster()
+        getattr(cluster, f"{action}_node")(args.node)
+        print(f"node {args.node}: {action} done", file=sys.stderr)
+        return 0
+
+    return run
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m engine", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    setup = sub.add_parser("setup", help="check Java and fetch the pinned Kafka jars")
+    setup.set_defaults(func=cmd_setup)
+
+    cluster = sub.add_parser("cluster", help="start, inspect, hurt and stop the Kafka cluster")
+    csub = cluster.add_subparsers(dest="action", required=True)
+    up = csub.add_parser("up", help="start a cluster that runs until `cluster down`")
+    up.add_argument("--nodes", type=int, choices=(1, 3), default=1)
+    up.add_argument("--backend", choices=("local", "docker", "external"), default="local")
+    up.add_argument("--bootstrap", help="host:port[,host:port] of an external cluster")
+    up.add_argument("--timeout", type=float, default=180.0, help="seconds to wait for readiness")
+    up.add_argument("--json", action="store_true", help="print the status as JSON")
+    up.set_defaults(func=cmd_cluster_up)
+    status = csub.add_parser("status", help="show the running cluster")
+    status.add_argument("--json", action="store_true")
+    status.set_defaults(func=cmd_cluster_status)
+    down = csub.add_parser("down", help="stop the running cluster and delete its data")
+    down.set_defaults(func=cmd_cluster_down)
+    for action, text in (
+        ("kill", "SIGKILL a node"),
+        ("pause", "SIGSTOP a node (it hangs without closing sockets)"),
+        ("resume", "SIGCONT a paused node"),
+        ("restart", "start a node again on its old data"),
+    ):
+        node_cmd = csub.add_parser(action, help=text)
+        node_cmd.add_argument("node", type=int)
+        node_cmd.set_defaults(func=_node_action(action))
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    logging.basicConfig(level=os.environ.get("LAB_LOG_LEVEL", "WARNING"))
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except LabError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:
+        if os.environ.get("LAB_DEBUG"):
+            raise
+        print(
+            f"error: unexpected {type(exc).__name__}: {exc}. Rerun with LAB_DEBUG=1 for details.",
+            file=sys.stderr,
+        )
+        return 1

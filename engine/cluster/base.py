@@ -1,0 +1,157 @@
+"""What every backend offers: addresses, node states, broker faults and the fault proxy.
+
+A backend is one of `local` (embedded JVM processes, the default), `docker` (the
+docker-compose cluster) or `external` (any cluster reachable by bootstrap servers).
+Two addresses matter:
+
+- `proxied_bootstrap`: through the fault proxy; every client under test uses it.
+- `direct_bootstrap`: straight to the brokers; admin and checkers use it, so that a fault
+  never changes what the lab reads back.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from abc import ABC, abstractmethod
+from dataclasses import asdict, dataclass, field
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+from engine.errors import UnsupportedFaultError
+from engine.kafka import admin
+
+
+class NodeState(StrEnum):
+    RUNNING = "running"
+    PAUSED = "paused"
+    DOWN = "down"
+
+
+@dataclass
+class NodeInfo:
+    node_id: int
+    state: NodeState
+    direct_address: str
+    proxied_address: str | None = None
+    pid: int | None = None
+    container: str | None = None
+    log_file: str | None = None
+
+
+@dataclass
+class ProxyInfo:
+    control_host: str
+    control_port: int
+    events_path: str
+    pid: int | None = None
+
+
+@dataclass
+class ClusterStatus:
+    backend: str
+    name: str
+    direct_bootstrap: str
+    proxied_bootstrap: str | None
+    nodes: list[NodeInfo]
+    reachable: bool
+    controller_id: int | None = None
+    kafka_version: str | None = None
+    proxy: ProxyInfo | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["nodes"] = [{**asdict(n), "state": str(n.state)} for n in self.nodes]
+        return data
+
+
+class Cluster(ABC):
+    """A handle on a running (or startable) Kafka cluster."""
+
+    backend: str = "abstract"
+    supports_broker_faults: bool = False
+
+    @property
+    @abstractmethod
+    def name(self) -> str: ...
+
+    @property
+    @abstractmethod
+    def direct_bootstrap(self) -> str: ...
+
+    @property
+    @abstractmethod
+    def proxied_bootstrap(self) -> str | None: ...
+
+    @property
+    def proxy(self) -> ProxyInfo | None:
+        return None
+
+    @property
+    @abstractmethod
+    def node_ids(self) -> list[int]: ...
+
+    @abstractmethod
+    def start(self, timeout: float = 120.0) -> None: ...
+
+    @abstractmethod
+    def stop(self) -> None: ...
+
+    @abstractmethod
+    def nodes(self) -> list[NodeInfo]: ...
+
+    def proxy_control(self):  # -> ProxyControl | None; imported lazily to keep import time low
+        info = self.proxy
+        if info is None:
+            return None
+        from engine.proxy.control import ProxyControl
+
+        return ProxyControl(info.control_host, info.control_port)
+
+    def status(self, timeout: float = 3.0) -> ClusterStatus:
+        view = admin.try_describe(self.direct_bootstrap, timeout=timeout)
+        from engine import paths
+
+        return ClusterStatus(
+            backend=self.backend,
+            name=self.name,
+            direct_bootstrap=self.direct_bootstrap,
+            proxied_bootstrap=self.proxied_bootstrap,
+            nodes=self.nodes(),
+            reachable=view is not None,
+            controller_id=view.controller_id if view else None,
+            kafka_version=paths.kafka_version(),
+            proxy=self.proxy,
+        )
+
+    def leader_of(self, topic: str, partition: int = 0) -> int:
+        return admin.partition_leader(self.direct_bootstrap, topic, partition)
+
+    # Broker faults: only backends that own the broker processes can do these.
+    def kill_node(self, node_id: int) -> None:
+        raise self._no_broker_faults("kill")
+
+    def pause_node(self, node_id: int) -> None:
+        raise self._no_broker_faults("pause")
+
+    def resume_node(self, node_id: int) -> None:
+        raise self._no_broker_faults("resume")
+
+    def restart_node(self, node_id: int, timeout: float = 60.0) -> None:
+        raise self._no_broker_faults("restart")
+
+    def _no_broker_faults(self, what: str) -> UnsupportedFaultError:
+        return UnsupportedFaultError(
+            f"Cannot {what} a node on the {self.backend} backend: the lab does not own its "
+            "brokers. Network faults through the proxy still work; use the local or docker "
+            "backend for broker faults."
+        )
+
+
+def write_json_atomic(path: Path, data: dict[str, Any]) -> None:
+    """Write JSON so that a reader never sees half a file (and a full disk loses nothing)."""
+    tmp = path.with_suffix(path.suffix + f".tmp{os.getpid()}")
+    tmp.write_text(json.dumps(data, indent=2, sort_keys=True))
+    os.replace(tmp, path)

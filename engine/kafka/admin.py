@@ -1,0 +1,107 @@
+"""Admin look-ups over a bootstrap address: brokers, controller, partition leaders, topics.
+
+librdkafka's own log lines are routed into Python logging so that a node being down, which
+the lab causes on purpose, does not spray connection errors over the terminal.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+
+from confluent_kafka import KafkaException
+from confluent_kafka.admin import AdminClient, NewTopic
+
+log = logging.getLogger("engine.kafka")
+
+
+def admin_client(bootstrap: str, **extra: object) -> AdminClient:
+    conf: dict[str, object] = {
+        "bootstrap.servers": bootstrap,
+        "client.id": "lab-admin",
+        "socket.timeout.ms": 5000,
+        "logger": log,
+        **extra,
+    }
+    return AdminClient(conf)
+
+
+@dataclass(frozen=True)
+class ClusterView:
+    """What the cluster's metadata says at one moment."""
+
+    cluster_id: str | None
+    controller_id: int
+    brokers: dict[int, str]  # node id -> "host:port" on the listener that was asked
+
+
+def describe(bootstrap: str, timeout: float = 5.0) -> ClusterView:
+    """Read cluster metadata; raises KafkaException if no broker answers in time."""
+    md = admin_client(bootstrap).list_topics(timeout=timeout)
+    brokers = {b.id: f"{b.host}:{b.port}" for b in md.brokers.values()}
+    return ClusterView(cluster_id=md.cluster_id, controller_id=md.controller_id, brokers=brokers)
+
+
+def try_describe(bootstrap: str, timeout: float = 5.0) -> ClusterView | None:
+    try:
+        return describe(bootstrap, timeout)
+    except KafkaException:
+        return None
+
+
+def wait_for_brokers(bootstrap: str, expected: set[int], timeout: float) -> ClusterView:
+    """Wait until every expected node is registered as a broker. Raises TimeoutError."""
+    deadline = time.monotonic() + timeout
+    last: ClusterView | None = None
+    while time.monotonic() < deadline:
+        last = try_describe(bootstrap, timeout=min(5.0, max(0.5, deadline - time.monotonic())))
+        if last and expected <= set(last.brokers):
+            return last
+        time.sleep(0.3)
+    seen = sorted(last.brokers) if last else []
+    raise TimeoutError(
+        f"brokers {sorted(expected)} not all registered after {timeout:.0f}s; saw {seen}"
+    )
+
+
+def partition_leader(bootstrap: str, topic: str, partition: int, timeout: float = 5.0) -> int:
+    """The node id leading a partition, or -1 when it has no leader right now."""
+    md = admin_client(bootstrap).list_topics(topic=topic, timeout=timeout)
+    meta = md.topics.get(topic)
+    if meta is None or meta.error is not None or partition not in meta.partitions:
+        return -1
+    return meta.partitions[partition].leader
+
+
+def partition_leaders(bootstrap: str, topic: str, timeout: float = 5.0) -> dict[int, int]:
+    md = admin_client(bootstrap).list_topics(topic=topic, timeout=timeout)
+    meta = md.topics.get(topic)
+    if meta is None or meta.error is not None:
+        return {}
+    return {p: pm.leader for p, pm in meta.partitions.items()}
+
+
+def create_topic(
+    bootstrap: str,
+    name: str,
+    *,
+    partitions: int = 1,
+    replication: int = 1,
+    config: dict[str, str] | None = None,
+    timeout: float = 30.0,
+) -> None:
+    """Create a topic and wait until every partition has a leader."""
+    admin = admin_client(bootstrap)
+    futures = admin.create_topics(
+        [NewTopic(name, partitions, replication, config=config or {})],
+        operation_timeout=timeout,
+    )
+    futures[name].result(timeout=timeout)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        leaders = partition_leaders(bootstrap, name)
+        if len(leaders) == partitions and all(leader >= 0 for leader in leaders.values()):
+            return
+        time.sleep(0.2)
+    raise TimeoutError(f"topic {name} has partitions without a leader after {timeout:.0f}s")
