@@ -1,0 +1,642 @@
+"""The asyncio TCP proxy: one listener per broker, Kafka-aware forwarding, fault injection.
+
+Each accepted client connection gets its own upstream connection and two one-way pipes. A pipe
+is a reader task (split frames, decide, stamp a release time) and a writer task (wait for the
+release time and for any blackhole to end, then write), joined by a FIFO queue, so latency and
+partitions never reorder frames within a connection.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import random
+import socket
+import struct
+import sys
+import time
+from collections.abc import Coroutine, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+from engine.proxy.framing import (
+    PRODUCE,
+    FrameError,
+    FrameSplitter,
+    encode_frame,
+    parse_produce_acks,
+    parse_request_header,
+    response_correlation_id,
+)
+from engine.proxy.rules import THEN_CHOICES, DropRule, Latency, RuleError, RuleSet
+
+CHUNK = 64 * 1024
+QUEUE_FRAMES = 1024  # per direction; bounds memory when a writer is held back (latency)
+_LINGER_RST = struct.pack("ii", 1, 0)  # SO_LINGER on, timeout 0: close() sends RST
+
+
+def log(msg: str) -> None:
+    """Diagnostics go to stderr; the events file is for facts the lab shows."""
+    print(f"[proxy] {msg}", file=sys.stderr, flush=True)
+
+
+@dataclass(frozen=True)
+class Route:
+    """One broker: where the proxy listens for it and where the broker really is."""
+
+    node: int
+    listen_host: str
+    listen_port: int
+    upstream_host: str
+    upstream_port: int
+
+    @classmethod
+    def parse(cls, spec: str) -> Route:
+        """Parse NODE_ID:LISTEN_HOST:LISTEN_PORT:UPSTREAM_HOST:UPSTREAM_PORT (no IPv6)."""
+        parts = spec.split(":")
+        if len(parts) != 5:
+            raise ValueError(
+                f"bad route {spec!r}: want NODE:LISTEN_HOST:LISTEN_PORT:UPSTREAM_HOST:UPSTREAM_PORT"
+            )
+        try:
+            return cls(int(parts[0]), parts[1], int(parts[2]), parts[3], int(parts[4]))
+        except ValueError as e:
+            raise ValueError(f"bad route {spec!r}: node and ports must be integers") from e
+
+
+class EventLog:
+    """Append-only JSONL file of everything the proxy did, one flushed object per line."""
+
+    def __init__(self, path: str | os.PathLike[str] | None) -> None:
+        self.path = Path(path) if path is not None else None
+        self._file: TextIO | None = None
+        if self.path is not None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._file = self.path.open("a", encoding="utf-8")
+
+    def emit(self, kind: str, node: int | None = None, **detail: Any) -> dict[str, Any]:
+        event: dict[str, Any] = {"ts": time.time(), "kind": kind, "node": node, **detail}
+        if self._file is not None:
+            self._file.write(json.dumps(event, default=str) + "\n")
+            self._file.flush()
+        return event
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+
+@dataclass
+class NodeStats:
+    """Counters per node since the proxy started."""
+
+    connections_accepted: int = 0
+    produce_requests: int = 0  # acks != 0, i.e. the ones rules may target
+    produce_requests_acks0: int = 0
+    responses_dropped: int = 0
+    connections_reset: int = 0
+    connections_held: int = 0
+    upstream_connect_failures: int = 0
+
+
+@dataclass
+class Inflight:
+    """A request forwarded upstream whose response has not come back yet."""
+
+    correlation_id: int
+    api_key: int
+    api_version: int
+    client_id: str | None
+    ts: float
+    acks: int | None = None
+    transactional_id: str | None = None
+    drop_rule: DropRule | None = None
+
+    @property
+    def rule_id(self) -> int | None:
+        return self.drop_rule.rule_id if self.drop_rule is not None else None
+
+
+@dataclass
+class _Item:
+    release: float  # loop.time() at which it may be written
+    payload: bytes | None  # None: the source side closed
+    drop: Inflight | None = None  # a response to swallow instead of writing
+
+
+@dataclass
+class Blackhole:
+    """An active partition for one node (or all nodes when node is None)."""
+
+    node: int | None
+    then: str
+    started_ts: float
+    ends_ts: float
+    handle: asyncio.TimerHandle | None = None
+    conns: set[Connection] = field(default_factory=set)
+
+    def to_dict(self, now: float) -> dict[str, Any]:
+        return {
+            "node": self.node,
+            "then": self.then,
+            "started_ts": self.started_ts,
+            "ends_ts": self.ends_ts,
+            "remaining_s": max(0.0, self.ends_ts - now),
+            "connections": len(self.conns),
+        }
+
+
+class Connection:
+    """One proxied client connection and its upstream twin."""
+
+    def __init__(
+        self,
+        proxy: Proxy,
+        route: Route,
+        conn_id: int,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+    ) -> None:
+        self.proxy = proxy
+        self.route = route
+        self.node = route.node
+        self.conn_id = conn_id
+        self.client_reader = reader
+        self.client_writer = writer
+        peer = writer.get_extra_info("peername")
+        self.peer = f"{peer[0]}:{peer[1]}" if peer else "?"
+        self.up_reader: asyncio.StreamReader | None = None
+        self.up_writer: asyncio.StreamWriter | None = None
+        self.client_id: str | None = None
+        self.inflight: dict[int, Inflight] = {}
+        self.held = False
+        self.closed = False
+        self.task: asyncio.Task[None] | None = None
+        self._done = asyncio.Event()
+        self._to_upstream: asyncio.Queue[_Item] = asyncio.Queue(QUEUE_FRAMES)
+        self._to_client: asyncio.Queue[_Item] = asyncio.Queue(QUEUE_FRAMES)
+
+    def _detail(self) -> dict[str, Any]:
+        return {"conn": self.conn_id, "peer": self.peer, "client_id": self.client_id}
+
+    # -- lifecycle -----------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        tasks: list[asyncio.Task[None]] = []
+        try:
+            # During a blackhole a new connection is accepted but not connected upstream.
+            if not await self._wait_gate() or not await self._connect_upstream():
+                return
+            tasks = [
+                asyncio.create_task(self._guard(self._read_client())),
+                asyncio.create_task(self._guard(self._write_upstream())),
+                asyncio.create_task(self._guard(self._read_upstream())),
+                asyncio.create_task(self._guard(self._write_client())),
+            ]
+            await self._done.wait()
+        finally:
+            self.closed = True
+            for t in tasks:
+                t.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            self.client_writer.close()
+            if self.up_writer is not None:
+                self.up_writer.close()
+
+    async def _wait_gate(self) -> bool:
+        """Wait until this node is not blackholed; False if the connection closed meanwhile."""
+        gate = self.proxy.gate(self.node)
+        if not gate.is_set():
+            waiters = {asyncio.create_task(gate.wait()), asyncio.create_task(self._done.wait())}
+            _, pending = await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+            for p in pending:
+                p.cancel()
+        return not self.closed
+
+    async def _connect_upstream(self) -> bool:
+        host, port = self.route.upstream_host, self.route.upstream_port
+        try:
+            self.up_reader, self.up_writer = await asyncio.wait_for(
+                asyncio.open_connection(host, port), self.proxy.connect_timeout
+            )
+        except (OSError, TimeoutError) as e:
+            self.proxy.stats[self.node].upstream_connect_failures += 1
+            log(f"node {self.node}: upstream {host}:{port} unreachable ({e!r}); closing client")
+            return False
+        return not self.closed
+
+    async def _guard(self, pump: Coroutine[Any, Any, None]) -> None:
+        """Run one pump; any I/O or framing failure ends the whole connection."""
+        try:
+            await pump
+        except (OSError, EOFError, FrameError) as e:
+            if not self.closed:
+                log(f"node {self.node} conn {self.conn_id}: closing after {e!r}")
+            self.close()
+        except Exception as e:  # a bug must cost one connection, never the proxy
+            log(f"node {self.node} conn {self.conn_id}: unexpected {e!r}")
+            self.close()
+
+    def close(self) -> None:
+        """Ask run() to close both sides normally."""
+        self.closed = True
+        self._done.set()
+
+    def reset(self, reason: str, **detail: Any) -> bool:
+        """Abort the client side with an RST and close upstream; False if already closed."""
+        if self.closed:
+            return False
+        sock = self.client_writer.get_extra_info("socket")
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, _LINGER_RST)
+        self.client_writer.transport.abort()
+        if self.up_writer is not None:
+            self.up_writer.close()
+        self.proxy.stats[self.node].connections_reset += 1
+        self.proxy.events.emit(
+            "connection_reset", self.node, reason=reason, **self._detail(), **detail
+        )
+        self.close()
+        return True
+
+    def hold(self, **detail: Any) -> None:
+        """From now on forward nothing on this connection, in either direction."""
+        if self.held or self.closed:
+            return
+        self.held = True
+        self.inflight.clear()
+        self.proxy.stats[self.node].connections_held += 1
+        self.proxy.events.emit("connection_held", self.node, **self._detail(), **detail)
+
+    # -- pumps ---------------------------------------------------------------------------------
+
+    async def _read_client(self) -> None:
+        splitter = FrameSplitter()
+        while True:
+            await self.proxy.gate(self.node).wait()
+            data = await self.client_reader.read(CHUNK)
+            if not data:
+                await self._to_upstream.put(_Item(0.0, None))
+                return
+            if self.held:
+                continue  # the "network" eats it; reading on lets us notice the client leave
+            for payload in splitter.feed(data):
+                await self._to_upstream.put(self._on_request(payload))
+
+    def _on_request(self, payload: bytes) -> _Item:
+        """Track a request by correlation id and let the rules decide about its response."""
+        item = _Item(self.proxy.release_time(self.node), payload)
+        try:
+            header = parse_request_header(payload)
+        except FrameError:
+            return item  # not a request we understand: forward untouched, untracked
+        self.client_id = header.client_id
+        now = time.time()
+        info = Inflight(
+            header.correlation_id, header.api_key, header.api_version, header.client_id, now
+        )
+        if header.api_key == PRODUCE:
+            stats = self.proxy.stats[self.node]
+            try:
+                produce = parse_produce_acks(payload, header)
+            except FrameError:
+                produce = None
+            if produce is not None:
+                info.acks, info.transactional_id = produce.acks, produce.transactional_id
+                if produce.acks == 0:
+                    stats.produce_requests_acks0 += 1
+                    return item  # acks=0 gets no response: never tracked or targeted
+                stats.produce_requests += 1
+                info.drop_rule = self.proxy.rules.evaluate(self.node, header.client_id, now)
+        self.inflight[header.correlation_id] = info
+        return item
+
+    async def _read_upstream(self) -> None:
+        assert self.up_reader is not None
+        splitter = FrameSplitter()
+        while True:
+            await self.proxy.gate(self.node).wait()
+            data = await self.up_reader.read(CHUNK)
+            if not data:
+                await self._to_client.put(_Item(0.0, None))
+                return
+            for payload in splitter.feed(data):
+                info: Inflight | None = None
+                with contextlib.suppress(FrameError):
+                    info = self.inflight.pop(response_correlation_id(payload), None)
+                drop = info if info is not None and info.drop_rule is not None else None
+                await self._to_client.put(_Item(self.proxy.release_time(self.node), payload, drop))
+
+    async def _next(self, queue: asyncio.Queue[_Item]) -> _Item:
+        """Next item once its latency has elapsed and no blackhole blocks this node."""
+        item = await queue.get()
+        delay = item.release - asyncio.get_running_loop().time()
+        if delay > 0:
+            await asyncio.sleep(delay)
+        await self.proxy.gate(self.node).wait()
+        return item
+
+    async def _write_upstream(self) -> None:
+        assert self.up_writer is not None
+        while True:
+            item = await self._next(self._to_upstream)
+            if item.payload is None:
+                self.close()
+                return
+            if self.held:
+                continue
+            self.up_writer.write(encode_frame(item.payload))
+            await self.up_writer.drain()
+
+    async def _write_client(self) -> None:
+        while True:
+            item = await self._next(self._to_client)
+            if item.payload is None:
+                if self.held:  # the client must not notice: just let go of the broker side
+                    if self.up_writer is not None:
+                        self.up_writer.close()
+                    return
+                self.close()
+                return
+            if self.held:
+                continue
+            if item.drop is not None and self.proxy.rules.rules.get(item.drop.rule_id) is not None:
+                self._drop_response(item.drop)  # (a rule removed meanwhile drops nothing more)
+                continue
+            self.client_writer.write(encode_frame(item.payload))
+            await self.client_writer.drain()
+
+    def _drop_response(self, info: Inflight) -> None:
+        rule = info.drop_rule
+        assert rule is not None
+        self.proxy.stats[self.node].responses_dropped += 1
+        detail = {
+            "rule_id": rule.rule_id,
+            "after": rule.after,
+            "correlation_id": info.correlation_id,
+            "api_version": info.api_version,
+            "acks": info.acks,
+            "transactional_id": info.transactional_id,
+            "request_ts": info.ts,
+        }
+        self.proxy.events.emit("produce_response_dropped", self.node, **self._detail(), **detail)
+        cause = {"rule_id": rule.rule_id, "correlation_id": info.correlation_id}
+        if rule.after == "hold":
+            self.hold(**cause)
+        else:
+            self.reset("produce_response_dropped", **cause)
+
+
+class Proxy:
+    """All listeners, connections, rules and fault state. Methods run on the event loop."""
+
+    def __init__(
+        self,
+        routes: Sequence[Route],
+        events_path: str | os.PathLike[str] | None = None,
+        *,
+        connect_timeout: float = 5.0,
+    ) -> None:
+        nodes = [r.node for r in routes]
+        if len(set(nodes)) != len(nodes):
+            raise ValueError(f"duplicate node ids in routes: {nodes}")
+        self.routes = {r.node: r for r in routes}
+        self.events = EventLog(events_path)
+        self.connect_timeout = connect_timeout
+        self.rules = RuleSet()
+        self.stats = {n: NodeStats() for n in self.routes}
+        self.conns: dict[int, set[Connection]] = {n: set() for n in self.routes}
+        self.latency: dict[int | None, Latency] = {}
+        self.blackholes: dict[int | None, Blackhole] = {}
+        self._gates = {n: asyncio.Event() for n in self.routes}
+        for g in self._gates.values():
+            g.set()
+        self._servers: dict[int, asyncio.Server] = {}
+        self._rng = random.Random()
+        self._next_conn_id = 1
+
+    # -- lifecycle -----------------------------------------------------------------------------
+
+    async def start(self, **started_detail: Any) -> None:
+        """Open every listener; raises OSError if a port is taken."""
+        for node, route in self.routes.items():
+
+            async def accept(
+                reader: asyncio.StreamReader, writer: asyncio.StreamWriter, route: Route = route
+            ) -> None:
+                await self._accept(route, reader, writer)
+
+            self._servers[node] = await asyncio.start_server(
+                accept, route.listen_host, route.listen_port
+            )
+        for node, route in self.routes.items():
+            host, port = self.address(node)
+            self.events.emit(
+                "proxy_started",
+                node,
+                listen=f"{host}:{port}",
+                upstream=f"{route.upstream_host}:{route.upstream_port}",
+                pid=os.getpid(),
+                **started_detail,
+            )
+
+    def address(self, node: int) -> tuple[str, int]:
+        """The (host, port) actually bound for a node (useful with port 0)."""
+        host, port = self._servers[node].sockets[0].getsockname()[:2]
+        return host, port
+
+    async def stop(self) -> None:
+        """Close listeners and connections (gracefully, no fault actions)."""
+        for server in self._servers.values():
+            server.close()
+        for bh in self.blackholes.values():
+            if bh.handle is not None:
+                bh.handle.cancel()
+        self.blackholes.clear()
+        self._update_gates()
+        conns = [c for cs in self.conns.values() for c in cs]
+        for c in conns:
+            c.close()
+        tasks = [c.task for c in conns if c.task is not None]
+        if tasks:
+            await asyncio.wait(tasks, timeout=2.0)
+        for server in self._servers.values():
+            await server.wait_closed()
+        self.events.close()
+
+    async def _accept(
+        self, route: Route, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
+        conn = Connection(self, route, self._next_conn_id, reader, writer)
+        self._next_conn_id += 1
+        conn.task = asyncio.current_task()
+        self.stats[route.node].connections_accepted += 1
+        self.conns[route.node].add(conn)
+        for bh in self.blackholes.values():
+            if bh.node is None or bh.node == route.node:
+                bh.conns.add(conn)
+        try:
+            await conn.run()
+        except Exception as e:  # keep asyncio's accept loop free of stray tracebacks
+            log(f"node {route.node} conn {conn.conn_id}: {e!r}")
+        finally:
+            self.conns[route.node].discard(conn)
+            for bh in self.blackholes.values():
+                bh.conns.discard(conn)
+
+    # -- helpers used by connections -----------------------------------------------------------
+
+    def gate(self, node: int) -> asyncio.Event:
+        """Set while the node is not blackholed."""
+        return self._gates[node]
+
+    def release_time(self, node: int) -> float:
+        """When a frame read now may be written, given the node's latency."""
+        lat = self.latency.get(node) or self.latency.get(None)
+        now = asyncio.get_running_loop().time()
+        return now + lat.sample(self._rng) if lat is not None else now
+
+    def _update_gates(self) -> None:
+        for node, gate in self._gates.items():
+            if None in self.blackholes or node in self.blackholes:
+                gate.clear()
+            else:
+                gate.set()
+
+    def _check_node(self, node: int | None) -> None:
+        if node is not None and node not in self.routes:
+            raise RuleError(f"unknown node {node}; known: {sorted(self.routes)}")
+
+    def _open_conns(self, node: int | None) -> list[Connection]:
+        return [
+            c
+            for n, cs in self.conns.items()
+            if node is None or n == node
+            for c in cs
+            if not c.closed
+        ]
+
+    # -- commands ------------------------------------------------------------------------------
+
+    def add_drop_rule(self, **params: Any) -> DropRule:
+        """Add a drop_produce_responses rule (see rules.DropRule); RuleError if invalid."""
+        rule = self.rules.add(**params)
+        try:
+            self._check_node(rule.node)
+        except RuleError:
+            self.rules.remove(rule.rule_id)
+            raise
+        return rule
+
+    def remove_rule(self, rule_id: int) -> bool:
+        return self.rules.remove(rule_id)
+
+    def clear(self) -> dict[str, Any]:
+        """Remove every rule and the latency, and end blackholes (with their `then`)."""
+        rules = self.rules.clear()
+        latency = bool(self.latency)
+        self.latency.clear()
+        healed = self.heal()
+        self.events.emit(
+            "rules_cleared", None, rules=rules, latency_removed=latency, blackholes_ended=healed
+        )
+        return {"rules_removed": rules, "latency_removed": latency, "blackholes_ended": healed}
+
+    def set_latency(self, ms: float, jitter_ms: float = 0.0, node: int | None = None) -> None:
+        """One-way delay for frames in both directions; ms <= 0 removes it."""
+        self._check_node(node)
+        if ms < 0 or jitter_ms < 0:
+            raise RuleError("ms and jitter_ms must be >= 0")
+        if ms == 0 and jitter_ms == 0:
+            self.latency.pop(node, None)
+        else:
+            self.latency[node] = Latency(ms, jitter_ms)
+        self.events.emit("latency_set", node, ms=ms, jitter_ms=jitter_ms)
+
+    def blackhole(self, duration_s: float, node: int | None = None, then: str = "flush") -> None:
+        """Partition a node (or everything) for duration_s; a repeat call re-arms the timer."""
+        self._check_node(node)
+        if not duration_s > 0:
+            raise RuleError(f"duration_s must be > 0, got {duration_s}")
+        if then not in THEN_CHOICES:
+            raise RuleError(f"then must be one of {THEN_CHOICES}, got {then!r}")
+        now = time.time()
+        bh = self.blackholes.get(node)
+        if bh is None:
+            bh = Blackhole(node, then, now, now + duration_s, conns=set(self._open_conns(node)))
+            self.blackholes[node] = bh
+        elif bh.handle is not None:
+            bh.handle.cancel()
+        bh.then, bh.ends_ts = then, now + duration_s
+        loop = asyncio.get_running_loop()
+        bh.handle = loop.call_later(duration_s, self._end_blackhole, node, "expired")
+        self._update_gates()
+        self.events.emit(
+            "blackhole_start", node, duration_s=duration_s, then=then, connections=len(bh.conns)
+        )
+
+    def heal(self, node: int | None = None) -> int:
+        """End blackholes early (all, or the one for `node`); returns how many ended."""
+        keys = list(self.blackholes) if node is None else [node]
+        return sum(self._end_blackhole(k, "healed") for k in keys)
+
+    def _end_blackhole(self, key: int | None, reason: str) -> bool:
+        bh = self.blackholes.get(key)
+        if bh is None:
+            return False
+        if bh.handle is not None:
+            bh.handle.cancel()
+        reset = 0
+        if bh.then == "reset":  # before the gate opens, so no buffered byte slips through
+            reset = sum(c.reset("blackhole_end") for c in list(bh.conns))
+        del self.blackholes[key]
+        self._update_gates()
+        self.events.emit(
+            "blackhole_end",
+            key,
+            then=bh.then,
+            reason=reason,
+            duration_s=time.time() - bh.started_ts,
+            connections_reset=reset,
+        )
+        return True
+
+    def reset_connections(self, node: int | None = None) -> int:
+        """RST every open client connection (of one node); returns how many."""
+        self._check_node(node)
+        return sum(c.reset("reset_connections") for c in self._open_conns(node))
+
+    def status(self) -> dict[str, Any]:
+        now = time.time()
+        nodes: dict[str, Any] = {}
+        for node, route in self.routes.items():
+            open_conns = self._open_conns(node)
+            lat = self.latency.get(node) or self.latency.get(None)
+            nodes[str(node)] = {
+                "listen": "{}:{}".format(*self.address(node)) if node in self._servers else None,
+                "upstream": f"{route.upstream_host}:{route.upstream_port}",
+                "open_connections": len(open_conns),
+                "held_connections": sum(c.held for c in open_conns),
+                "in_flight": sum(len(c.inflight) for c in open_conns),
+                "blackholed": not self._gates[node].is_set(),
+                "latency_ms": lat.ms if lat else 0.0,
+                "jitter_ms": lat.jitter_ms if lat else 0.0,
+                **asdict(self.stats[node]),
+            }
+        return {
+            "nodes": nodes,
+            "rules": [r.to_dict(now) for r in self.rules.rules.values()],
+            "active_rules": [r.rule_id for r in self.rules.active(now)],
+            "blackholes": [bh.to_dict(now) for bh in self.blackholes.values()],
+            "latency": [
+                {"node": k, "ms": v.ms, "jitter_ms": v.jitter_ms} for k, v in self.latency.items()
+            ],
+        }
+
+
+__all__ = ["Blackhole", "Connection", "EventLog", "NodeStats", "Proxy", "Route"]
