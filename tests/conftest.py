@@ -1,0 +1,53 @@
+"""Shared fixtures: real Kafka clusters started by the test session itself.
+
+Every test session gets its own state folder, so the tests never touch a cluster that a
+person started with `python -m engine cluster up`.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+_SESSION_DIR = Path(tempfile.mkdtemp(prefix="lab-tests-"))
+os.environ.setdefault("LAB_STATE_DIR", str(_SESSION_DIR / "state"))
+os.environ.setdefault("LAB_RUNS_DIR", str(_SESSION_DIR / "runs"))
+
+
+@pytest.fixture(scope="session")
+def cluster1() -> Iterator:
+    """A 1-node embedded cluster shared by the whole session."""
+    from engine.cluster.embedded import EmbeddedCluster
+
+    cluster = EmbeddedCluster("test-1node", node_count=1)
+    cluster.start(timeout=120)
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture(scope="module")
+def cluster3() -> Iterator:
+    """A 3-node embedded cluster for one test module (node faults change its state)."""
+    from engine.cluster.embedded import EmbeddedCluster
+
+    cluster = EmbeddedCluster("test-3node", node_count=3)
+    cluster.start(timeout=180)
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture
+def proxy(cluster1):
+    """The 1-node cluster's fault proxy, cleared before and after each test."""
+    control = cluster1.proxy_control()
+    control.clear()
+    yield control
+    control.clear()

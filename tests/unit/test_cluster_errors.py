@@ -1,0 +1,114 @@
+"""Clear, actionable errors for a missing Java or Maven, a busy port, no running cluster."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+
+import pytest
+
+from engine import paths
+from engine.cluster import jars, make_cluster
+from engine.cluster.embedded import EmbeddedNode, server_properties
+from engine.cluster.ports import require_free
+from engine.errors import ClusterError, MissingToolError, PortInUseError
+
+
+@pytest.mark.parametrize(
+    ("text", "major"),
+    [
+        ('openjdk version "17.0.15" 2025-04-15', 17),
+        ('java version "1.8.0_392"', 8),
+        ('openjdk version "21" 2023-09-19', 21),
+        ("garbage", None),
+    ],
+)
+def test_parse_java_version(text, major):
+    assert jars.parse_java_version(text) == major
+
+
+def test_missing_java_says_what_to_install(monkeypatch):
+    monkeypatch.setenv("PATH", "/nonexistent")
+    monkeypatch.delenv("JAVA_HOME", raising=False)
+    with pytest.raises(MissingToolError, match=r"Java was not found.*Install a Java 17\+"):
+        jars.find_java()
+
+
+def test_old_java_is_refused_with_the_version_found(monkeypatch, tmp_path):
+    fake = tmp_path / "bin" / "java"
+    fake.parent.mkdir()
+    fake.write_text("#!/bin/sh\necho 'java version \"1.8.0_392\"' >&2\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", "/nonexistent")
+    monkeypatch.setenv("JAVA_HOME", str(tmp_path))
+    with pytest.raises(MissingToolError, match=r"Java 8 was found.*needs Java 17 or newer"):
+        jars.find_java()
+
+
+def test_missing_maven_says_what_to_install(monkeypatch, tmp_path):
+    monkeypatch.setenv("LAB_CACHE_DIR", str(tmp_path))  # no jars cached here
+    monkeypatch.setenv("PATH", "/nonexistent")
+    with pytest.raises(MissingToolError, match=r"Maven is needed once.*Install Maven"):
+        jars.ensure_kafka_jars()
+
+
+def test_cli_reports_a_missing_java_in_one_line_without_traceback(tmp_path):
+    env = {**os.environ, "PATH": "/nonexistent", "LAB_CACHE_DIR": str(tmp_path)}
+    env.pop("JAVA_HOME", None)
+    result = subprocess.run(
+        [sys.executable, "-m", "engine", "setup"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=paths.REPO_ROOT,
+        timeout=60,
+    )
+    assert result.returncode == 2
+    assert result.stderr.startswith("error: Java was not found")
+    assert "Traceback" not in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_busy_port_is_named():
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen()
+        port = sock.getsockname()[1]
+        with pytest.raises(PortInUseError, match=rf"Port {port} .*already in use"):
+            require_free(port, "dashboard")
+
+
+def test_unknown_backend_and_node_count_are_refused():
+    with pytest.raises(ClusterError, match="Unknown backend 'kubernetes'"):
+        make_cluster("kubernetes")
+    with pytest.raises(ClusterError, match="1 or 3 nodes"):
+        make_cluster("local", nodes=2)
+    with pytest.raises(ClusterError, match="needs --bootstrap"):
+        make_cluster("external")
+
+
+def test_cli_status_without_cluster(tmp_path):
+    env = {**os.environ, "LAB_STATE_DIR": str(tmp_path)}
+    result = subprocess.run(
+        [sys.executable, "-m", "engine", "cluster", "status"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=paths.REPO_ROOT,
+        timeout=60,
+    )
+    assert result.returncode == 2
+    assert "No cluster is running. Start one with `python -m engine cluster up`." in result.stderr
+
+
+def test_three_node_properties_replicate_internal_topics():
+    node = EmbeddedNode(2, 1, 2, 3, 4, "/tmp/x")
+    props = server_properties(node, "1@127.0.0.1:3,2@127.0.0.1:3,3@127.0.0.1:3", 3)
+    assert "offsets.topic.replication.factor=3\n" in props
+    assert "transaction.state.log.replication.factor=3\n" in props
+    assert "transaction.state.log.min.isr=2\n" in props
+    assert "advertised.listeners=CLIENT://127.0.0.1:4,DIRECT://127.0.0.1:2\n" in props
+    single = server_properties(node, "2@127.0.0.1:3", 1)
+    assert "transaction.state.log.min.isr=1\n" in single
