@@ -1,0 +1,110 @@
+"""The delivery guarantee levels, with the real client settings each one applies.
+
+These dictionaries are passed to confluent_kafka as they are, and the dashboard shows them as
+they are, so what the room reads is what the clients run with.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Level:
+    name: str
+    title: str
+    promise: str
+    broken_by: str
+    producer: dict[str, object]
+    consumer: dict[str, object]
+    commit: str  # when the processor commits its input offsets
+    transactional: bool = False
+    extra: dict[str, str] = field(default_factory=dict)
+
+
+AT_MOST_ONCE = Level(
+    name="at-most-once",
+    title="At most once",
+    promise="No duplicates, but a message may be lost.",
+    broken_by=(
+        "A lost ack is never retried, and a consumer that commits before processing and then "
+        "crashes skips what it had read."
+    ),
+    producer={"acks": "1", "retries": 0, "enable.idempotence": False},
+    consumer={"enable.auto.commit": False, "isolation.level": "read_uncommitted"},
+    commit="before processing",
+)
+
+AT_LEAST_ONCE = Level(
+    name="at-least-once",
+    title="At least once",
+    promise="Nothing acknowledged is lost, but a message may be stored or processed twice.",
+    broken_by=(
+        "The broker appends a batch, the ack is lost, and the retry appends it again; a "
+        "processor that writes its output and crashes before committing redoes the work."
+    ),
+    producer={
+        "acks": "all",
+        "retries": 2147483647,
+        "enable.idempotence": False,
+        "max.in.flight.requests.per.connection": 5,
+    },
+    consumer={"enable.auto.commit": False, "isolation.level": "read_uncommitted"},
+    commit="after processing",
+)
+
+EXACTLY_ONCE = Level(
+    name="exactly-once",
+    title="Exactly once",
+    promise=(
+        "Each input is reflected once in the output: idempotent writes, offsets committed in "
+        "the same transaction as the output, and read_committed downstream."
+    ),
+    broken_by=(
+        "Only side effects outside Kafka (an e-mail, a database write outside the transaction) "
+        "escape it; inside Kafka, zombies are fenced by the transactional id's epoch."
+    ),
+    producer={"acks": "all", "enable.idempotence": True, "transaction.timeout.ms": 60000},
+    consumer={"enable.auto.commit": False, "isolation.level": "read_committed"},
+    commit="inside the transaction (send_offsets_to_transaction)",
+    transactional=True,
+)
+
+IDEMPOTENT_ONLY = Level(
+    name="idempotent-only",
+    title="Idempotent producer only",
+    promise=(
+        "Retries within one producer session never duplicate: the broker drops a batch whose "
+        "producer id and sequence number it has already stored."
+    ),
+    broken_by=(
+        "A new producer instance gets a new producer id, so a resend after a crash is a new "
+        "message to the broker; consumer-side duplicates are untouched."
+    ),
+    producer={"acks": "all", "enable.idempotence": True},
+    consumer={"enable.auto.commit": False, "isolation.level": "read_uncommitted"},
+    commit="after processing",
+)
+
+IDEMPOTENCY_KEY = Level(
+    name="idempotency-key",
+    title="Idempotency key at the consumer",
+    promise=(
+        "The consumer records each message id in a database and skips ids it has seen, so "
+        "duplicates in the log do not reach the result."
+    ),
+    broken_by=(
+        "Only as strong as the key store: the check and the effect must commit together, and "
+        "the store must outlive the consumer."
+    ),
+    producer=AT_LEAST_ONCE.producer,
+    consumer={"enable.auto.commit": False, "isolation.level": "read_uncommitted"},
+    commit="after processing, with the id recorded in the same database transaction",
+    extra={"dedup store": "SQLite (PostgreSQL under docker-compose)"},
+)
+
+LEVELS: dict[str, Level] = {
+    level.name: level
+    for level in (AT_MOST_ONCE, AT_LEAST_ONCE, EXACTLY_ONCE, IDEMPOTENT_ONLY, IDEMPOTENCY_KEY)
+}
+CORE_LEVELS = ("at-most-once", "at-least-once", "exactly-once")

@@ -1,0 +1,113 @@
+"""Dashboard plumbing shared by the pages: the cluster service and error display.
+
+`ClusterService` is created once per server process (`st.cache_resource`), so every browser
+session sees the same cluster. Starting it happens in a background thread, and node faults
+are serialised by one lock and announced to every session.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass
+
+import streamlit as st
+
+from engine.cluster import Cluster, current_cluster, forget_current, make_cluster, start_cluster
+from engine.errors import ClusterNotRunningError, LabError
+
+
+@dataclass
+class Announcement:
+    at: float
+    text: str
+
+
+class ClusterService:
+    """The dashboard's one cluster: found, or started in the background, then shared."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()  # one cluster-level action at a time, across sessions
+        self.cluster: Cluster | None = None
+        self.state = "idle"  # idle | starting | ready | failed
+        self.steps: list[str] = []
+        self.error: str | None = None
+        self.owned = False
+        self.announcements: deque[Announcement] = deque(maxlen=50)
+
+    def find_running(self) -> bool:
+        """Adopt a cluster started earlier (e.g. by `python -m engine cluster up`)."""
+        try:
+            cluster = current_cluster()
+        except (ClusterNotRunningError, LabError):
+            return False
+        if not cluster.status(timeout=2.0).reachable:
+            return False
+        self.cluster, self.state, self.owned = cluster, "ready", False
+        return True
+
+    def ensure_started(
+        self, *, backend: str = "local", nodes: int = 1, bootstrap: str | None = None
+    ) -> None:
+        with self._lock:
+            if self.state in ("starting", "ready"):
+                return
+            if self.find_running():
+                return
+            self.state, self.steps, self.error = "starting", [], None
+        thread = threading.Thread(
+            target=self._start, args=(backend, nodes, bootstrap), daemon=True, name="lab-start"
+        )
+        thread.start()
+
+    def _start(self, backend: str, nodes: int, bootstrap: str | None) -> None:
+        try:
+            cluster = make_cluster(
+                backend, nodes=nodes, name="dashboard", bootstrap=bootstrap, owner_pid=os.getpid()
+            )
+            if hasattr(cluster, "on_progress"):
+                cluster.on_progress = self.steps.append
+            start_cluster(cluster)
+            self.cluster, self.owned, self.state = cluster, True, "ready"
+            self.announce(f"{backend} cluster with {len(cluster.node_ids)} node(s) is ready")
+        except LabError as exc:
+            self.state, self.error = "failed", str(exc)
+        except Exception as exc:
+            self.state, self.error = "failed", f"The cluster could not start: {exc}"
+
+    def stop(self) -> None:
+        with self._lock:
+            if self.cluster is not None:
+                self.cluster.stop()
+                forget_current()
+                self.announce(f"{self.cluster.backend} cluster stopped")
+            self.cluster, self.state, self.owned = None, "idle", False
+
+    def node_action(self, action: str, node_id: int) -> None:
+        """Kill, pause, resume or restart a node; one at a time, announced to every session."""
+        with self._lock:
+            if self.cluster is None:
+                raise ClusterNotRunningError("No cluster is running; start one first.")
+            getattr(self.cluster, f"{action}_node")(node_id)
+            self.announce(f"node {node_id}: {action}")
+
+    def announce(self, text: str) -> None:
+        self.announcements.append(Announcement(time.time(), text))
+
+
+@st.cache_resource
+def cluster_service() -> ClusterService:
+    return ClusterService()
+
+
+def show_error(exc: Exception) -> None:
+    """One sentence for the room; never a traceback."""
+    if isinstance(exc, LabError):
+        st.error(str(exc), icon="⚠️")
+    else:
+        st.error(
+            f"Something went wrong: {exc}. The terminal running the dashboard has details.",
+            icon="⚠️",
+        )

@@ -1,0 +1,96 @@
+"""The sidebar's cluster panel: which backend, which nodes are up, and controls to hurt them."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import streamlit as st
+
+from pages._shared import ClusterService, cluster_service, show_error
+
+STATE_ICONS = {"running": "🟢", "paused": "🟡", "down": "🔴"}
+
+
+def render_cluster_panel() -> None:
+    service = cluster_service()
+    if os.environ.get("LAB_AUTOSTART", "1") == "1" and service.state == "idle":
+        service.ensure_started(nodes=int(os.environ.get("LAB_NODES", "1")))
+    with st.sidebar:
+        st.subheader("Cluster")
+        _status(service)
+
+
+@st.fragment(run_every=2.0)
+def _status(service: ClusterService) -> None:
+    if service.state == "starting":
+        with st.status("Starting the embedded Kafka cluster…", expanded=True):
+            for step in service.steps:
+                st.write(step)
+        return
+    if service.state == "failed":
+        st.error(service.error or "The cluster could not start.", icon="⚠️")
+        if st.button("Try again"):
+            service.state = "idle"
+            st.rerun()
+        return
+    if service.state == "idle" or service.cluster is None:
+        _start_controls(service)
+        return
+
+    cluster = service.cluster
+    try:
+        status = cluster.status(timeout=2.0)
+    except Exception as exc:
+        show_error(exc)
+        return
+    st.caption(
+        f"**{status.backend}** backend · Kafka {status.kafka_version} · "
+        + ("reachable" if status.reachable else "**not reachable**")
+    )
+    for node in status.nodes:
+        controller = " · controller" if node.node_id == status.controller_id else ""
+        st.markdown(
+            f"{STATE_ICONS.get(str(node.state), '⚪')} node {node.node_id}: "
+            f"{node.state}{controller}"
+        )
+    with st.popover("Addresses"):
+        st.code(
+            f"clients (through the fault proxy): {status.proxied_bootstrap}\n"
+            f"direct (admin, checkers, kcat):    {status.direct_bootstrap}"
+        )
+
+    if cluster.supports_broker_faults:
+        node_id = st.selectbox("Node", cluster.node_ids, key="fault_node")
+        cols = st.columns(4)
+        for col, action in zip(cols, ("kill", "pause", "resume", "restart"), strict=True):
+            if col.button(action, key=f"node_{action}", use_container_width=True):
+                try:
+                    with st.spinner(f"{action} node {node_id}…"):
+                        service.node_action(action, node_id)
+                except Exception as exc:
+                    show_error(exc)
+    if st.button("Stop cluster", type="secondary"):
+        service.stop()
+        st.rerun()
+    recent = [a for a in service.announcements if time.time() - a.at < 30]
+    for note in recent[-3:]:
+        st.info(f"{time.strftime('%H:%M:%S', time.localtime(note.at))} · {note.text}")
+
+
+def _start_controls(service: ClusterService) -> None:
+    st.write("No cluster is running.")
+    backend = st.radio(
+        "Backend",
+        ["local", "docker", "external"],
+        horizontal=True,
+        help="local: Kafka JVMs on this machine (default). docker: the "
+        "docker-compose cluster. external: any cluster you name.",
+    )
+    nodes = st.radio("Nodes", [1, 3], horizontal=True) if backend == "local" else 3
+    bootstrap = (
+        st.text_input("Bootstrap servers", "localhost:9092") if backend == "external" else None
+    )
+    if st.button("Start", type="primary"):
+        service.ensure_started(backend=backend, nodes=nodes, bootstrap=bootstrap)
+        st.rerun()

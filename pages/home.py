@@ -1,0 +1,39 @@
+"""Home: the delivery guarantees, with the real settings each one runs with."""
+
+from __future__ import annotations
+
+import json
+
+import streamlit as st
+
+from engine.levels import CORE_LEVELS, LEVELS
+
+st.title("Kafka failure lab")
+st.markdown(
+    "What happens to your messages when things break? Each level below is run against a "
+    "**real Apache Kafka cluster**, with **real faults**: lost acks, crashed processes, "
+    "zombie instances and dead brokers."
+)
+
+st.header("Three guarantees")
+for column, name in zip(st.columns(3), CORE_LEVELS, strict=True):
+    level = LEVELS[name]
+    with column, st.container(border=True):
+        st.subheader(level.title)
+        st.markdown(f"**Promise.** {level.promise}")
+        st.markdown(f"**Broken by.** {level.broken_by}")
+        st.markdown(f"**Commits input offsets** {level.commit}.")
+        st.caption("Producer settings")
+        st.code(json.dumps(level.producer, indent=1), language="json")
+        st.caption("Consumer settings")
+        st.code(json.dumps(level.consumer, indent=1), language="json")
+
+st.header("Two more, for comparison")
+for column, name in zip(st.columns(2), ("idempotent-only", "idempotency-key"), strict=True):
+    level = LEVELS[name]
+    with column, st.container(border=True):
+        st.subheader(level.title)
+        st.markdown(f"**Promise.** {level.promise}")
+        st.markdown(f"**Broken by.** {level.broken_by}")
+        st.caption("Producer settings")
+        st.code(json.dumps(level.producer, indent=1), language="json")
