@@ -1,0 +1,42 @@
+# The dashboard image: the repository, its Python dependencies, Streamlit, and the Docker CLI
+# with the compose plugin. No JRE: the brokers run in their own containers
+# (docker-compose.yml), and the engine only drives them.
+#
+#   docker compose build dashboard
+
+# The official Docker CLI image ships static `docker` and `docker compose` binaries. The
+# engine runs `docker compose up/rm` for the broker services through the mounted socket.
+FROM docker:28-cli AS docker-cli
+
+FROM python:3.11-slim
+
+ENV PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    PIP_NO_CACHE_DIR=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1
+
+COPY --from=docker-cli /usr/local/bin/docker /usr/local/bin/docker
+COPY --from=docker-cli /usr/local/libexec/docker/cli-plugins/docker-compose \
+    /usr/local/libexec/docker/cli-plugins/docker-compose
+
+WORKDIR /app
+
+# The dependencies first, read from pyproject.toml alone, so that a code change does not
+# reinstall them.
+COPY pyproject.toml ./
+RUN python -c "import tomllib; print('\n'.join(tomllib.load(open('pyproject.toml', 'rb'))['project']['dependencies']))" \
+        > /tmp/requirements.txt \
+    && pip install -r /tmp/requirements.txt \
+    && rm /tmp/requirements.txt
+
+COPY . .
+# Editable, so that `engine` is imported from /app: engine/paths.py finds kafka/pom.xml (the
+# pinned Kafka version), docker-compose.yml and runs/ next to the engine package. A plain
+# `pip install .` would copy the package into site-packages, away from those files.
+RUN pip install --no-deps --editable . \
+    && mkdir -p /app/runs
+
+# Runs as root: the engine talks to the host's Docker socket, whose group id differs from
+# host to host, and that socket is root-equivalent anyway (see docker-compose.yml).
+EXPOSE 8501 19091 19092 19093
+CMD ["streamlit", "run", "app.py", "--server.address", "0.0.0.0", "--server.port", "8501"]
