@@ -101,6 +101,82 @@ def _node_action(action: str) -> Callable[[argparse.Namespace], int]:
     return run
 
 
+def cmd_run(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from engine.cluster import current_cluster, make_cluster
+    from engine.runner import run_scenario
+    from engine.scenario import load_scenario
+
+    scenario = load_scenario(args.scenario)
+    source_text = Path(args.scenario).read_text()
+    owned = None
+    try:
+        cluster = current_cluster()
+        if not cluster.status(timeout=3).reachable:
+            raise ClusterNotRunningError("the recorded cluster does not answer")
+    except ClusterNotRunningError:
+        print(
+            f"No cluster is running; starting a {scenario.nodes}-node embedded one for this run.",
+            file=sys.stderr,
+        )
+        owned = make_cluster(
+            "local", nodes=scenario.nodes, name=f"run-{os.getpid()}", owner_pid=os.getpid()
+        )
+        owned.start()
+        cluster = owned
+
+    def progress(what: str, fraction: float) -> None:
+        if not args.quiet:
+            print(f"[{fraction:4.0%}] {what}", file=sys.stderr)
+
+    try:
+        output = run_scenario(
+            scenario,
+            cluster,
+            levels=args.guarantee or None,
+            source_text=source_text,
+            progress=progress,
+        )
+    finally:
+        if owned is not None:
+            owned.stop()
+    if args.json:
+        _print_json(output)
+    else:
+        _print_results(output)
+    return 0
+
+
+def _print_results(output: dict) -> None:
+    print(f"run {output['run_id']} ({output['scenario']})")
+    print(
+        f"{'level':<18}{'sent':>6}{'acked':>7}{'deliv':>7}{'dups':>6}{'lost':>6}{'reord':>7}"
+        f"{'fenced':>8}{'p50 ms':>9}"
+    )
+    for level, r in output["results"].items():
+        p50 = r["latency_ms"]["p50"]
+        print(
+            f"{level:<18}{r['sent']:>6}{r['acked']:>7}{r['delivered']:>7}{r['duplicates']:>6}"
+            f"{r['lost']:>6}{r['reordered']:>7}{r['fenced']:>8}"
+            f"{'-' if p50 is None else f'{p50:.0f}':>9}"
+        )
+
+
+def cmd_runs(args: argparse.Namespace) -> int:
+    from engine import record
+
+    runs = record.list_runs()
+    if args.json:
+        _print_json(runs)
+        return 0
+    for meta in runs:
+        print(f"{meta['run_id']:<50} {meta.get('status', '?'):<9} {meta.get('scenario', '')}")
+    if not runs:
+        print("No recorded runs yet.", file=sys.stderr)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m engine", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -131,6 +207,20 @@ def build_parser() -> argparse.ArgumentParser:
         node_cmd = csub.add_parser(action, help=text)
         node_cmd.add_argument("node", type=int)
         node_cmd.set_defaults(func=_node_action(action))
+    run = sub.add_parser("run", help="run a scenario file and print its results")
+    run.add_argument("scenario", help="a scenario file, e.g. scenarios/ack-loss.yaml")
+    run.add_argument(
+        "--guarantee",
+        action="append",
+        metavar="LEVEL",
+        help="run only this level (repeatable); default: the scenario's levels",
+    )
+    run.add_argument("--json", action="store_true", help="print the results as JSON")
+    run.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    run.set_defaults(func=cmd_run)
+    runs = sub.add_parser("runs", help="list recorded runs")
+    runs.add_argument("--json", action="store_true")
+    runs.set_defaults(func=cmd_runs)
     return parser
 
 

@@ -1,0 +1,220 @@
+"""The checker: judges a run afterwards, message by message, from what Kafka really holds.
+
+Inputs are the workload's ledger (the ids it meant to deliver), the run's history (what each
+client did and when), and the judged topic read back after the run through the brokers'
+direct listener, at the level's isolation and also at the other one.
+
+Definitions (shown in the dashboard's help, used by the PySpark job too):
+
+- copies: records of a message id in the judged topic, read at the level's isolation.
+- delivered: ids with at least one copy. duplicates: copies beyond the first, summed.
+- lost: ids of the ledger with no copy.
+- reordered: within a partition, taking each id's first copy in offset order, an id stored
+  after a larger id (the workload creates ids in increasing order).
+- visible although aborted: a copy that a read_uncommitted reader sees but a read_committed
+  reader does not, once every transaction has ended (it belonged to an aborted transaction).
+- end-to-end latency: the first moment the sink consumer saw an id, minus the moment the
+  workload created the message (`created_at` in its value); percentiles by nearest rank.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+LATENCY_DEFINITION = (
+    "End-to-end latency is the moment the sink consumer first read a message, at the level's "
+    "isolation, minus the moment the workload created it (the created_at field of its value). "
+    "Percentiles are by nearest rank over the delivered messages."
+)
+
+
+@dataclass(frozen=True)
+class StoredRecord:
+    partition: int
+    offset: int
+    id: int | None
+    created_at: float | None = None
+
+
+@dataclass
+class Verdict:
+    id: int
+    verdict: str  # delivered once | duplicated | lost | reordered | visible although aborted
+    copies: int
+    offsets: list[str] = field(default_factory=list)  # "partition:offset"
+    sent_at: float | None = None
+    acked_at: float | None = None
+    ack: str = "unsent"  # acked | failed | unacked | unsent
+    consumed_at: float | None = None
+    latency_ms: float | None = None
+    reordered: bool = False
+    aborted_copies: int = 0
+
+
+@dataclass
+class LevelCounts:
+    sent: int
+    acked: int
+    delivered: int
+    duplicates: int
+    lost: int
+    reordered: int
+    aborted_visible: int
+    fenced: int
+    latency_ms: dict[str, float | None]
+
+
+def percentile(values: Sequence[float], q: float) -> float | None:
+    """Nearest-rank percentile (q in 0..100); None for no values."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    rank = max(1, math.ceil(q / 100.0 * len(ordered)))
+    return ordered[rank - 1]
+
+
+def latency_summary(latencies: Sequence[float]) -> dict[str, float | None]:
+    def rounded(x: float | None) -> float | None:
+        return None if x is None else round(x, 2)
+
+    return {
+        "p50": rounded(percentile(latencies, 50)),
+        "p95": rounded(percentile(latencies, 95)),
+        "p99": rounded(percentile(latencies, 99)),
+        "max": rounded(max(latencies) if latencies else None),
+    }
+
+
+def reordered_ids(records: Iterable[StoredRecord]) -> set[int]:
+    """Ids whose first copy lands after a larger id's first copy in the same partition."""
+    by_partition: dict[int, list[StoredRecord]] = defaultdict(list)
+    for record in records:
+        if record.id is not None:
+            by_partition[record.partition].append(record)
+    out: set[int] = set()
+    for recs in by_partition.values():
+        seen: set[int] = set()
+        highest = -1
+        for record in sorted(recs, key=lambda r: r.offset):
+            if record.id in seen:
+                continue
+            seen.add(record.id)
+            if record.id < highest:
+                out.add(record.id)
+            highest = max(highest, record.id)
+    return out
+
+
+def check(
+    *,
+    ledger: Sequence[int],
+    history: Sequence[dict[str, Any]],
+    stored: Sequence[StoredRecord],
+    committed_view: Sequence[StoredRecord] | None = None,
+    producer_procs: Iterable[str] = ("producer",),
+    sink_proc: str = "sink",
+) -> tuple[list[Verdict], LevelCounts]:
+    """Judge every message of the ledger; returns the verdicts and the level's counts.
+
+    `stored` is the judged topic at the level's isolation. `committed_view` is the same topic
+    read at read_committed; when given, copies in `stored` missing from it are aborted.
+    """
+    producers = set(producer_procs)
+    sent_at: dict[int, float] = {}
+    acked_at: dict[int, float] = {}
+    failed: set[int] = set()
+    consumed_at: dict[int, float] = {}
+    fenced = 0
+    for event in history:
+        proc, ev, message_id = event.get("proc", ""), event.get("ev"), event.get("id")
+        if ev == "fenced":
+            fenced += 1
+        if message_id is None:
+            continue
+        if proc.split("#")[0] in producers:
+            if ev == "send":
+                sent_at.setdefault(message_id, event["t"])
+            elif ev == "ack":
+                acked_at.setdefault(message_id, event["t"])
+            elif ev == "fail":
+                failed.add(message_id)
+        elif proc == sink_proc and ev == "consumed":
+            consumed_at.setdefault(message_id, event["t"])
+
+    committed_positions = (
+        {(r.partition, r.offset) for r in committed_view} if committed_view is not None else None
+    )
+    copies: dict[int, list[StoredRecord]] = defaultdict(list)
+    for record in stored:
+        if record.id is not None:
+            copies[record.id].append(record)
+    reordered = reordered_ids(stored)
+
+    verdicts: list[Verdict] = []
+    latencies: list[float] = []
+    for message_id in ledger:
+        recs = sorted(copies.get(message_id, []), key=lambda r: (r.partition, r.offset))
+        aborted = (
+            sum(1 for r in recs if (r.partition, r.offset) not in committed_positions)
+            if committed_positions is not None
+            else 0
+        )
+        if message_id in acked_at:
+            ack = "acked"
+        elif message_id in failed:
+            ack = "failed"
+        elif message_id in sent_at:
+            ack = "unacked"
+        else:
+            ack = "unsent"
+        created = recs[0].created_at if recs else None
+        consumed = consumed_at.get(message_id)
+        latency = (consumed - created) * 1000.0 if consumed and created and recs else None
+        if latency is not None:
+            latencies.append(latency)
+        if aborted:
+            verdict = "visible although aborted"
+        elif not recs:
+            verdict = "lost"
+        elif len(recs) > 1:
+            verdict = "duplicated"
+        elif message_id in reordered:
+            verdict = "reordered"
+        else:
+            verdict = "delivered once"
+        verdicts.append(
+            Verdict(
+                id=message_id,
+                verdict=verdict,
+                copies=len(recs),
+                offsets=[f"{r.partition}:{r.offset}" for r in recs],
+                sent_at=sent_at.get(message_id),
+                acked_at=acked_at.get(message_id),
+                ack=ack,
+                consumed_at=consumed,
+                latency_ms=None if latency is None else round(latency, 2),
+                reordered=message_id in reordered,
+                aborted_copies=aborted,
+            )
+        )
+    ledger_ids = set(ledger)
+    counts = LevelCounts(
+        sent=len(set(sent_at) & ledger_ids),
+        acked=len(set(acked_at) & ledger_ids),
+        delivered=sum(1 for v in verdicts if v.copies > 0),
+        duplicates=sum(max(0, v.copies - 1) for v in verdicts),
+        lost=sum(1 for v in verdicts if v.copies == 0),
+        reordered=sum(1 for v in verdicts if v.reordered),
+        aborted_visible=sum(v.aborted_copies for v in verdicts),
+        fenced=fenced,
+        latency_ms=latency_summary(latencies),
+    )
+    return verdicts, counts
+
+
+def verdicts_to_rows(verdicts: Sequence[Verdict]) -> list[dict[str, Any]]:
+    return [asdict(v) for v in verdicts]

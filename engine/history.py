@@ -1,0 +1,83 @@
+"""The record of a run: one JSON line per event, written by every process that takes part.
+
+Clients (producer, processor, sink), the nemesis and the fault proxy each append to their own
+file; `merge` reads them back into one time-ordered list that the checker judges. An event
+is a flat dict with at least `t` (epoch seconds), `proc` (who) and `ev` (what).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any, TextIO
+
+
+class HistoryWriter:
+    """Appends events to a JSONL file, flushing each so a SIGKILL loses at most one line."""
+
+    def __init__(self, path: str | Path, proc: str) -> None:
+        self.proc = proc
+        # Kept open for the life of the role; line-buffered so each event is one write.
+        self._file: TextIO = Path(path).open("a", buffering=1)  # noqa: SIM115
+
+    def write(self, ev: str, **attrs: Any) -> None:
+        record = {"t": time.time(), "proc": self.proc, "ev": ev, **attrs}
+        self._file.write(json.dumps(record, separators=(",", ":")) + "\n")
+
+    def close(self) -> None:
+        self._file.close()
+
+
+def read_jsonl(path: str | Path) -> list[dict[str, Any]]:
+    """Read a JSONL file, skipping a torn last line (its writer may have been killed)."""
+    events = []
+    try:
+        with Path(path).open() as handle:
+            for line in handle:
+                line = line.strip()
+                if not line:
+                    continue
+                try:
+                    events.append(json.loads(line))
+                except json.JSONDecodeError:
+                    continue
+    except FileNotFoundError:
+        return []
+    return events
+
+
+def merge(paths: Iterable[str | Path]) -> list[dict[str, Any]]:
+    events = [e for p in paths for e in read_jsonl(p)]
+    events.sort(key=lambda e: e.get("t", e.get("ts", 0.0)))
+    return events
+
+
+class Tail:
+    """Incrementally reads new complete lines of a growing JSONL file."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self._offset = 0
+        self._partial = b""
+
+    def read_new(self) -> list[dict[str, Any]]:
+        try:
+            with self.path.open("rb") as handle:
+                handle.seek(self._offset)
+                chunk = handle.read()
+        except FileNotFoundError:
+            return []
+        self._offset += len(chunk)
+        data = self._partial + chunk
+        lines = data.split(b"\n")
+        self._partial = lines.pop()
+        out = []
+        for line in lines:
+            if line.strip():
+                try:
+                    out.append(json.loads(line))
+                except json.JSONDecodeError:
+                    continue
+        return out

@@ -1,0 +1,96 @@
+"""Starting, signalling and stopping the role processes of a run.
+
+Each client is an OS process so that the nemesis can SIGKILL it (a crash), SIGSTOP it (a
+zombie that stalls) and SIGCONT it (the zombie wakes up), exactly as it would a real service.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from engine import paths
+
+
+@dataclass
+class RoleProcess:
+    name: str  # "producer", "producer#2", "processor", "sink", ...
+    role: str  # module under engine.roles
+    history: Path
+    spec: dict[str, Any]
+    popen: subprocess.Popen | None = None
+    paused: bool = False
+    killed: bool = False
+    started_at: float = field(default_factory=time.time)
+
+    @property
+    def base(self) -> str:
+        return self.name.split("#")[0]
+
+    def start(self, folder: Path) -> RoleProcess:
+        spec_path = folder / f"{self.name.replace('#', '-')}.spec.json"
+        spec_path.write_text(json.dumps(self.spec, indent=1, default=str))
+        log = (folder / f"{self.name.replace('#', '-')}.log").open("ab")
+        env = {**os.environ, "PYTHONPATH": str(paths.REPO_ROOT)}
+        self.popen = subprocess.Popen(
+            [sys.executable, "-m", f"engine.roles.{self.role}", str(spec_path)],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env=env,
+            start_new_session=True,  # a Ctrl+C in the terminal is the runner's to handle
+        )
+        log.close()
+        self.started_at = time.time()
+        return self
+
+    @property
+    def pid(self) -> int | None:
+        return self.popen.pid if self.popen else None
+
+    def alive(self) -> bool:
+        return self.popen is not None and self.popen.poll() is None
+
+    def kill(self) -> None:
+        """SIGKILL: no clean-up, no flush, no commit."""
+        if self.alive():
+            os.kill(self.popen.pid, signal.SIGKILL)  # type: ignore[union-attr]
+            self.popen.wait(10)  # type: ignore[union-attr]
+        self.killed = True
+
+    def pause(self) -> None:
+        if self.alive():
+            os.kill(self.popen.pid, signal.SIGSTOP)  # type: ignore[union-attr]
+            self.paused = True
+
+    def resume(self) -> None:
+        if self.alive() and self.paused:
+            os.kill(self.popen.pid, signal.SIGCONT)  # type: ignore[union-attr]
+        self.paused = False
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Ask it to finish (SIGTERM), then make sure (SIGKILL)."""
+        if not self.alive():
+            return
+        self.resume()
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.popen.pid, signal.SIGTERM)  # type: ignore[union-attr]
+        try:
+            self.popen.wait(timeout)  # type: ignore[union-attr]
+        except subprocess.TimeoutExpired:
+            self.kill()
+
+    def wait(self, timeout: float) -> bool:
+        try:
+            self.popen.wait(timeout)  # type: ignore[union-attr]
+            return True
+        except subprocess.TimeoutExpired:
+            return False

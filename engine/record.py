@@ -1,0 +1,178 @@
+"""Recorded runs under runs/RUN_ID/: everything needed to replay a run without Kafka.
+
+runs/RUN_ID/
+  run.json              status (running, complete, failed), reason, times, levels
+  scenario.yaml         the scenario exactly as it was run
+  config.json           the validated scenario, the cluster, each level's client settings
+  result.json           the `engine run --json` object
+  levels/LEVEL/         history.jsonl (every event), verdicts.json, stored.json,
+                        and each client's own history, spec and log
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from engine import paths
+from engine.errors import LabError
+from engine.levels import LEVELS
+
+RUN_ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+
+
+class RunNotFoundError(LabError):
+    pass
+
+
+class CorruptRunError(LabError):
+    pass
+
+
+def validate_run_id(run_id: str) -> str:
+    if not RUN_ID_PATTERN.fullmatch(run_id) or ".." in run_id:
+        raise RunNotFoundError(
+            f"'{run_id}' is not a run id (letters, digits, dots, dashes and underscores)."
+        )
+    return run_id
+
+
+def run_folder(run_id: str) -> Path:
+    return paths.runs_dir() / validate_run_id(run_id)
+
+
+def _write_json(path: Path, data: Any) -> None:
+    """Write atomically: a full disk or a crash leaves the old file, never half a new one."""
+    tmp = path.with_name(path.name + ".tmp")
+    try:
+        tmp.write_text(json.dumps(data, indent=1, sort_keys=True, default=str))
+        os.replace(tmp, path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise LabError(
+            f"Could not write {path} ({exc.strerror}). Free some disk space; earlier runs are "
+            "untouched."
+        ) from exc
+
+
+def create_run_folder(run_id, scenario, source_text, cluster, levels: list[str]) -> Path:
+    folder = run_folder(run_id)
+    folder.mkdir(parents=True, exist_ok=False)
+    text = source_text or yaml.safe_dump(scenario.model_dump(), sort_keys=False)
+    (folder / "scenario.yaml").write_text(text)
+    _write_json(
+        folder / "config.json",
+        {
+            "scenario": scenario.model_dump(),
+            "levels": {
+                name: {
+                    "producer": LEVELS[name].producer,
+                    "consumer": LEVELS[name].consumer,
+                    "commit": LEVELS[name].commit,
+                }
+                for name in levels
+            },
+            "cluster": {
+                "backend": cluster.backend,
+                "nodes": cluster.node_ids,
+                "kafka_version": paths.kafka_version(),
+                "direct_bootstrap": cluster.direct_bootstrap,
+                "proxied_bootstrap": cluster.proxied_bootstrap,
+            },
+        },
+    )
+    _write_json(
+        folder / "run.json",
+        {
+            "run_id": run_id,
+            "scenario": scenario.name,
+            "status": "running",
+            "levels": levels,
+            "started_at": time.time(),
+        },
+    )
+    return folder
+
+
+def finish_run(
+    folder: Path, *, status: str, results: dict[str, Any], reason: str | None = None
+) -> None:
+    meta = json.loads((folder / "run.json").read_text())
+    meta.update(status=status, reason=reason, finished_at=time.time())
+    _write_json(
+        folder / "result.json",
+        {"run_id": meta["run_id"], "scenario": meta["scenario"], "results": results},
+    )
+    _write_json(folder / "run.json", meta)
+
+
+def load_run(run_id: str) -> dict[str, Any]:
+    """The recorded run: meta, result, and each level's verdicts, history and stored records."""
+    folder = run_folder(run_id)
+    if not folder.is_dir():
+        raise RunNotFoundError(
+            f"There is no run '{run_id}' in {paths.runs_dir()}. `python -m engine runs` lists them."
+        )
+    try:
+        meta = json.loads((folder / "run.json").read_text())
+        result = (
+            json.loads((folder / "result.json").read_text())
+            if (folder / "result.json").exists()
+            else {"results": {}}
+        )
+        levels = {}
+        for name in result.get("results", {}):
+            level_dir = folder / "levels" / name
+            levels[name] = {
+                "verdicts": json.loads((level_dir / "verdicts.json").read_text()),
+                "stored": json.loads((level_dir / "stored.json").read_text()),
+                "history": [
+                    json.loads(line)
+                    for line in (level_dir / "history.jsonl").read_text().splitlines()
+                    if line
+                ],
+            }
+    except (OSError, json.JSONDecodeError, KeyError) as exc:
+        raise CorruptRunError(
+            f"The run folder {folder} is damaged ({type(exc).__name__}: {exc}); other runs are "
+            "fine. Delete that folder, or run the scenario again."
+        ) from exc
+    return {
+        "meta": meta,
+        "result": result,
+        "levels": levels,
+        "scenario_text": (folder / "scenario.yaml").read_text(),
+    }
+
+
+def list_runs() -> list[dict[str, Any]]:
+    """Every run's meta, newest first; damaged folders are listed as such, not skipped."""
+    root = paths.runs_dir()
+    if not root.is_dir():
+        return []
+    runs = []
+    for folder in root.iterdir():
+        if not folder.is_dir() or not RUN_ID_PATTERN.fullmatch(folder.name):
+            continue
+        try:
+            runs.append(json.loads((folder / "run.json").read_text()))
+        except (OSError, json.JSONDecodeError):
+            runs.append({"run_id": folder.name, "status": "damaged", "started_at": 0})
+    runs.sort(key=lambda r: r.get("started_at", 0), reverse=True)
+    return runs
+
+
+def prune_runs(keep: int) -> list[str]:
+    """Delete all but the newest `keep` runs; returns the deleted ids."""
+    removed = []
+    for meta in list_runs()[keep:]:
+        shutil.rmtree(run_folder(meta["run_id"]), ignore_errors=True)
+        removed.append(meta["run_id"])
+    return removed

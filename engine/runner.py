@@ -1,0 +1,481 @@
+"""Runs a scenario: for each level, workload -> clients -> nemesis -> checker, then records it.
+
+One level's run:
+1. create the run's own topics (names carry the run id and the level);
+2. start the sink, a consumer at the level's isolation, on the judged topic;
+3. start the clients as OS processes: the producer (and, for a processor pipeline, the
+   processor after the input is written);
+4. let the nemesis fire the faults as their triggers are met, and start replacements;
+5. when the clients are done (or idle and caught up), read the judged topic back through the
+   direct listener at both isolation levels, wait for the sink to see it all, stop everyone;
+6. judge every message (engine.checker) and record everything under runs/RUN_ID/.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import time
+from collections.abc import Callable
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from confluent_kafka import Consumer, KafkaError, TopicPartition
+
+from engine import paths, record
+from engine.checker import LevelCounts, StoredRecord, check, verdicts_to_rows
+from engine.cluster.base import Cluster
+from engine.errors import LabError
+from engine.history import HistoryWriter, Tail, merge
+from engine.kafka import admin
+from engine.levels import LEVELS, Level
+from engine.nemesis import Nemesis, NemesisContext
+from engine.processes import RoleProcess
+from engine.proxy.control import read_events
+from engine.roles.common import parse_value
+from engine.scenario import Fault, Scenario
+
+Progress = Callable[[str, float], None]  # (what is happening, fraction of the run done)
+
+PROCESSOR_MODES = {
+    "at-most-once": "commit-before",
+    "at-least-once": "commit-after",
+    "idempotent-only": "commit-after",
+    "exactly-once": "transactional",
+}
+
+
+class RunFailed(LabError):
+    """A run that could not finish; it is recorded as failed with the reason."""
+
+
+def new_run_id(scenario: str) -> str:
+    return f"{time.strftime('%Y%m%d-%H%M%S')}-{scenario}-{secrets.token_hex(2)}"
+
+
+def producer_config(scenario: Scenario, level: Level) -> dict[str, Any]:
+    return {**level.producer, **scenario.producer_overrides.get(level.name, {})}
+
+
+class LevelRun:
+    """One guarantee level's run of a scenario on a cluster."""
+
+    def __init__(
+        self, scenario: Scenario, level: Level, cluster: Cluster, run_id: str, folder: Path
+    ) -> None:
+        self.scenario, self.level, self.cluster = scenario, level, cluster
+        self.run_id = run_id
+        self.folder = folder / "levels" / level.name
+        self.folder.mkdir(parents=True, exist_ok=True)
+        prefix = f"lab.{run_id}.{level.name}"
+        self.input_topic = f"{prefix}.in"
+        self.output_topic = f"{prefix}.out"
+        self.judged_topic = (
+            self.output_topic if scenario.pipeline == "processor" else self.input_topic
+        )
+        self.isolation = str(level.consumer.get("isolation.level", "read_uncommitted"))
+        self.ledger = list(range(scenario.workload.messages))
+        self.processes: list[RoleProcess] = []
+        self.nemesis_history = HistoryWriter(self.folder / "nemesis.jsonl", "nemesis")
+        self.client_ids = {
+            "producer": f"{run_id}-{level.name}-producer",
+            "processor": f"{run_id}-{level.name}-processor",
+        }
+        self.started_at = time.time()
+
+    # ---- processes ---------------------------------------------------------------------
+    def live(self, base: str) -> RoleProcess | None:
+        """The newest live instance of a role that is not paused."""
+        for process in reversed(self.processes):
+            if process.base == base and process.alive() and not process.paused:
+                return process
+        return None
+
+    def instance_name(self, base: str) -> str:
+        n = sum(1 for p in self.processes if p.base == base)
+        return base if n == 0 else f"{base}#{n + 1}"
+
+    def start_role(self, base: str, role: str, spec: dict[str, Any]) -> RoleProcess:
+        name = self.instance_name(base)
+        history = self.folder / f"{name.replace('#', '-')}.jsonl"
+        spec = {
+            **spec,
+            "name": name,
+            "history": str(history),
+            "run_id": self.run_id,
+            "level": self.level.name,
+        }
+        process = RoleProcess(name=name, role=role, history=history, spec=spec).start(self.folder)
+        self.processes.append(process)
+        return process
+
+    def producer_spec(self, ids: list[int], *, clean: bool = False) -> dict[str, Any]:
+        workload = self.scenario.workload
+        if clean:  # the processor pipeline's input: written exactly once, no faults
+            config: dict[str, Any] = {"acks": "all", "enable.idempotence": True}
+            txn = None
+        else:
+            config = producer_config(self.scenario, self.level)
+            txn = None
+            if self.level.transactional:
+                txn = {
+                    "id": f"{self.run_id}-{self.level.name}-producer-txn",
+                    "size": workload.commit_every,
+                    **self.scenario.transactions,
+                }
+        return {
+            "bootstrap": self.cluster.proxied_bootstrap or self.cluster.direct_bootstrap,
+            "client_id": self.client_ids["producer"] + ("-source" if clean else ""),
+            "topic": self.input_topic,
+            "ids": ids,
+            "rate": workload.rate,
+            "batch": workload.batch,
+            "config": config,
+            "transactional": txn,
+        }
+
+    def processor_spec(self) -> dict[str, Any]:
+        workload = self.scenario.workload
+        return {
+            "bootstrap": self.cluster.proxied_bootstrap or self.cluster.direct_bootstrap,
+            "client_id": self.client_ids["processor"],
+            "group": f"{self.run_id}-{self.level.name}-processor",
+            "input": self.input_topic,
+            "output": self.output_topic,
+            "partitions": workload.partitions,
+            "mode": PROCESSOR_MODES[self.level.name],
+            "commit_every": workload.commit_every,
+            "processing_ms": workload.processing_ms,
+            "config": producer_config(self.scenario, self.level),
+            "transactional_id": f"{self.run_id}-{self.level.name}-processor-txn",
+        }
+
+    def replace(self, base: str, fault: Fault) -> None:
+        """Start a new instance of a crashed or paused role, as an operator's restart would."""
+        if base == "producer":
+            ids = self.ids_to_resend(fault.resend_unacked)
+            self.start_role("producer", "producer", self.producer_spec(ids))
+        elif base == "processor":
+            self.start_role("processor", "processor", self.processor_spec())
+
+    def ids_to_resend(self, resend_unacked: bool) -> list[int]:
+        """What a new producer instance sends: the level decides what counts as done."""
+        events = merge(p.history for p in self.processes if p.base == "producer")
+        sent = {e["id"] for e in events if e["ev"] == "send"}
+        acked = {e["id"] for e in events if e["ev"] == "ack"}
+        committed = {i for e in events if e["ev"] == "txn_commit" for i in e["ids"]}
+        if self.level.name == "at-most-once" or not resend_unacked:
+            done = sent  # at most once: never send a message a second time
+        elif self.level.transactional:
+            done = committed  # an open transaction of the dead instance will be aborted
+        else:
+            done = acked
+        return [i for i in self.ledger if i not in done]
+
+    # ---- the run -----------------------------------------------------------------------
+    def run(self, progress: Callable[[str], None]) -> dict[str, Any]:
+        sc, workload = self.scenario, self.scenario.workload
+        direct = self.cluster.direct_bootstrap
+        progress(f"{self.level.title}: creating topics")
+        for topic in {self.input_topic, self.judged_topic}:
+            admin.create_topic(
+                direct,
+                topic,
+                partitions=workload.partitions,
+                replication=sc.replication,
+                config=sc.topic_config,
+            )
+        self.start_role(
+            "sink",
+            "sink",
+            {
+                "bootstrap": self.cluster.proxied_bootstrap or direct,
+                "client_id": f"{self.run_id}-{self.level.name}-sink",
+                "group": f"{self.run_id}-{self.level.name}-sink",
+                "topic": self.judged_topic,
+                "partitions": workload.partitions,
+                "isolation": self.isolation,
+            },
+        )
+        if sc.pipeline == "processor":
+            progress(f"{self.level.title}: writing {len(self.ledger)} input messages")
+            source = self.start_role(
+                "source", "producer", self.producer_spec(self.ledger, clean=True)
+            )
+            if not source.wait(sc.timeout_s):
+                raise RunFailed(f"the input producer did not finish within {sc.timeout_s:.0f}s")
+
+        self.started_at = time.time()
+        nemesis = Nemesis(
+            list(sc.faults),
+            NemesisContext(
+                cluster=self.cluster,
+                topic=self.judged_topic if sc.pipeline == "producer" else self.input_topic,
+                client_ids=self.client_ids,
+                processes=self.live,
+                replace=self.replace,
+                history=self.nemesis_history,
+                started_at=self.started_at,
+            ),
+        )
+        nemesis.tick()  # faults at 0 s are in place before the first message
+        if sc.pipeline == "producer":
+            self.start_role("producer", "producer", self.producer_spec(self.ledger))
+        else:
+            self.start_role("processor", "processor", self.processor_spec())
+        progress(f"{self.level.title}: running")
+        try:
+            self._drive(nemesis)
+        finally:
+            nemesis.heal()
+        return self._finish(progress)
+
+    def _drive(self, nemesis: Nemesis) -> None:
+        tails: dict[Path, Tail] = {}
+        deadline = self.started_at + self.scenario.timeout_s
+        while True:
+            for process in self.processes:
+                tail = tails.setdefault(process.history, Tail(process.history))
+                nemesis.observe(tail.read_new())
+            nemesis.tick()
+            if nemesis.done and self._clients_finished():
+                return
+            if time.time() > deadline:
+                raise RunFailed(
+                    f"{self.level.name} did not finish within {self.scenario.timeout_s:.0f}s "
+                    "(raise timeout_s in the scenario, or look at the clients' logs in the run "
+                    "folder)"
+                )
+            time.sleep(0.05)
+
+    def _clients_finished(self) -> bool:
+        if self.scenario.pipeline == "producer":
+            return not any(p.alive() for p in self.processes if p.base == "producer")
+        processors = [p for p in self.processes if p.base == "processor" and p.alive()]
+        if any(p.paused for p in processors):
+            return False
+        if not all(last_event(p.history) in ("idle", "done") for p in processors):
+            return False
+        return self._input_fully_committed()
+
+    def _input_fully_committed(self) -> bool:
+        group = f"{self.run_id}-{self.level.name}-processor"
+        consumer = Consumer(
+            {
+                "bootstrap.servers": self.cluster.direct_bootstrap,
+                "group.id": group,
+                "enable.auto.commit": False,
+                "logger": admin.log,
+            }
+        )
+        try:
+            partitions = [
+                TopicPartition(self.input_topic, p)
+                for p in range(self.scenario.workload.partitions)
+            ]
+            committed = consumer.committed(partitions, timeout=5)
+            for tp in committed:
+                _, high = consumer.get_watermark_offsets(tp, timeout=5)
+                if tp.offset < high:
+                    return False
+            return True
+        finally:
+            consumer.close()
+
+    def _finish(self, progress: Callable[[str], None]) -> dict[str, Any]:
+        progress(f"{self.level.title}: reading the topic back")
+        direct = self.cluster.direct_bootstrap
+        partitions = self.scenario.workload.partitions
+        # Every transaction has ended by now (committed, aborted, or fenced and aborted).
+        at_level = read_topic(direct, self.judged_topic, self.isolation, partitions)
+        committed = (
+            at_level
+            if self.isolation == "read_committed"
+            else read_topic(direct, self.judged_topic, "read_committed", partitions)
+        )
+        self._wait_for_sink(len(at_level))
+        for process in self.processes:
+            process.stop()
+        self.nemesis_history.close()
+
+        history = merge([p.history for p in self.processes] + [self.folder / "nemesis.jsonl"])
+        verdicts, counts = check(
+            ledger=self.ledger,
+            history=history,
+            stored=at_level,
+            committed_view=committed,
+            producer_procs=("producer",),
+        )
+        faults = self._faults(history)
+        (self.folder / "history.jsonl").write_text("".join(json.dumps(e) + "\n" for e in history))
+        (self.folder / "verdicts.json").write_text(json.dumps(verdicts_to_rows(verdicts)))
+        (self.folder / "stored.json").write_text(
+            json.dumps(
+                {
+                    "isolation": self.isolation,
+                    "at_level": [asdict(r) for r in at_level],
+                    "read_committed": [asdict(r) for r in committed],
+                }
+            )
+        )
+        return self._result(counts, faults)
+
+    def _wait_for_sink(self, expected: int, timeout: float = 15.0) -> None:
+        sink = next(p for p in self.processes if p.base == "sink")
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            seen = sum(1 for e in merge([sink.history]) if e["ev"] == "consumed")
+            if seen >= expected:
+                return
+            time.sleep(0.1)
+
+    def _faults(self, history: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        faults = [
+            {
+                "t": e["t"],
+                "kind": e["kind"],
+                **{k: v for k, v in e.items() if k not in ("t", "proc", "ev", "kind")},
+            }
+            for e in history
+            if e["ev"] == "nemesis"
+        ]
+        proxy = self.cluster.proxy
+        if proxy is not None:
+            ours = tuple(self.client_ids.values())
+            for event in read_events(proxy.events_path, since_ts=self.started_at - 1):
+                client = event.get("client_id") or ""
+                if event["kind"] == "proxy_started":
+                    continue
+                if client and not client.startswith(ours):
+                    continue  # another run's fault
+                faults.append(
+                    {
+                        "t": event["ts"],
+                        "source": "proxy",
+                        **{k: v for k, v in event.items() if k != "ts"},
+                    }
+                )
+        faults.sort(key=lambda f: f["t"])
+        return faults
+
+    def _result(self, counts: LevelCounts, faults: list[dict[str, Any]]) -> dict[str, Any]:
+        return {
+            "sink_topic": self.judged_topic,
+            "isolation": self.isolation,
+            "sent": counts.sent,
+            "acked": counts.acked,
+            "delivered": counts.delivered,
+            "duplicates": counts.duplicates,
+            "lost": counts.lost,
+            "reordered": counts.reordered,
+            "aborted_visible": counts.aborted_visible,
+            "fenced": counts.fenced,
+            "latency_ms": counts.latency_ms,
+            "faults": faults,
+            "started_at": self.started_at,
+            "duration_s": round(time.time() - self.started_at, 2),
+            "producer_config": producer_config(self.scenario, self.level),
+            "consumer_config": self.level.consumer,
+        }
+
+
+def last_event(path: Path) -> str | None:
+    events = merge([path])
+    return events[-1]["ev"] if events else None
+
+
+def read_topic(
+    bootstrap: str, topic: str, isolation: str, partitions: int, timeout: float = 30.0
+) -> list[StoredRecord]:
+    """Every record of a topic up to its end, at an isolation level, through `bootstrap`."""
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"lab-checker-{secrets.token_hex(4)}",
+            "enable.auto.commit": False,
+            "isolation.level": isolation,
+            "enable.partition.eof": True,
+            "logger": admin.log,
+        }
+    )
+    try:
+        consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+        records: list[StoredRecord] = []
+        at_end: set[int] = set()
+        deadline = time.monotonic() + timeout
+        while len(at_end) < partitions:
+            if time.monotonic() > deadline:
+                raise RunFailed(f"could not read {topic} to its end within {timeout:.0f}s")
+            msg = consumer.poll(0.5)
+            if msg is None:
+                continue
+            if msg.error():
+                if msg.error().code() == KafkaError._PARTITION_EOF:
+                    at_end.add(msg.partition())
+                continue
+            at_end.discard(msg.partition())
+            value = parse_value(msg.value())
+            records.append(
+                StoredRecord(
+                    partition=msg.partition(),
+                    offset=msg.offset(),
+                    id=value["id"] if value else None,
+                    created_at=value.get("created_at") if value else None,
+                )
+            )
+        return records
+    finally:
+        consumer.close()
+
+
+def run_scenario(
+    scenario: Scenario,
+    cluster: Cluster,
+    *,
+    levels: list[str] | None = None,
+    source_text: str | None = None,
+    progress: Progress | None = None,
+    run_id: str | None = None,
+) -> dict[str, Any]:
+    """Run a scenario's levels one after the other; return the `engine run --json` object."""
+    chosen = levels or scenario.levels
+    for name in chosen:
+        if name not in LEVELS:
+            raise LabError(f"Unknown level '{name}'; known levels: {', '.join(LEVELS)}.")
+        if name == "idempotency-key":
+            raise LabError("The idempotency-key level is not available yet; choose another.")
+    if len(cluster.node_ids) < scenario.nodes:
+        raise LabError(
+            f"Scenario '{scenario.name}' needs a {scenario.nodes}-node cluster; this one has "
+            f"{len(cluster.node_ids)}. Start one with `python -m engine cluster up --nodes "
+            f"{scenario.nodes}`."
+        )
+    run_id = run_id or new_run_id(scenario.name)
+    folder = record.create_run_folder(run_id, scenario, source_text, cluster, chosen)
+    report = progress or (lambda _what, _fraction: None)
+    results: dict[str, Any] = {}
+    try:
+        for index, name in enumerate(chosen):
+            level_run = LevelRun(scenario, LEVELS[name], cluster, run_id, folder)
+
+            def step(what: str, i: int = index) -> None:
+                report(what, i / len(chosen))
+
+            try:
+                results[name] = level_run.run(step)
+            finally:
+                for process in level_run.processes:
+                    process.stop(timeout=5)
+        report("done", 1.0)
+    except BaseException as exc:
+        reason = str(exc) if isinstance(exc, LabError) else f"{type(exc).__name__}: {exc}"
+        record.finish_run(folder, status="failed", reason=reason, results=results)
+        raise
+    output = {"run_id": run_id, "scenario": scenario.name, "results": results}
+    record.finish_run(folder, status="complete", results=results)
+    return output
+
+
+def default_runs_dir() -> Path:
+    return paths.runs_dir()

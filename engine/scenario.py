@@ -1,0 +1,178 @@
+"""Scenario files: what a run does, validated with errors that name the file, field and reason.
+
+A scenario names its workload (how many messages, partitions, rate), the pipeline (judge the
+input topic, or run a read-process-write processor into an output topic), the fault schedule
+and the levels it runs. A teacher copies one and changes it without touching code.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from engine.errors import LabError
+from engine.levels import CORE_LEVELS, LEVELS
+
+
+class ScenarioError(LabError):
+    """A scenario file that cannot be read or does not validate."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Workload(_Strict):
+    messages: Annotated[int, Field(gt=0, le=1_000_000)] = 20
+    partitions: Annotated[int, Field(gt=0, le=64)] = 1
+    rate: Annotated[float, Field(ge=0)] = 0.0  # messages per second; 0 = as fast as possible
+    batch: bool = False  # True: send everything, then flush (one request carries many messages)
+    processing_ms: Annotated[float, Field(ge=0, le=10_000)] = (
+        0.0  # the processor's work per message
+    )
+    commit_every: Annotated[int, Field(gt=0)] = 5  # processor: messages per commit/transaction
+
+
+class Trigger(_Strict):
+    """When a fault fires: at a time after the level's start, or after a count of events."""
+
+    at_s: Annotated[float, Field(ge=0)] | None = None
+    process: str | None = None  # e.g. "producer", "processor"
+    event: str | None = None  # e.g. "ack", "output_acked", "consumed", "txn_sent"
+    count: Annotated[int, Field(gt=0)] = 1
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> Trigger:
+        if (self.at_s is None) == (self.event is None):
+            raise ValueError("give either at_s, or event (with process and count)")
+        return self
+
+
+FaultKind = Literal[
+    "drop-produce-response",
+    "blackhole",
+    "latency",
+    "reset-connections",
+    "crash",
+    "pause",
+    "resume",
+    "kill-leader",
+    "pause-followers",
+    "resume-nodes",
+    "restart-nodes",
+]
+
+
+class Fault(_Strict):
+    kind: FaultKind
+    when: Trigger = Trigger(at_s=0)
+    # drop-produce-response
+    nth: Annotated[int, Field(gt=0)] | None = None
+    count: Annotated[int, Field(gt=0)] = 1
+    after: Literal["reset", "hold"] = "reset"
+    # blackhole / latency / pause
+    duration_s: Annotated[float, Field(gt=0, le=120)] | None = None
+    then: Literal["flush", "reset"] = "flush"
+    ms: Annotated[float, Field(ge=0, le=60_000)] | None = None
+    # crash / pause target, and what replaces a crashed or paused process
+    target: str | None = None
+    replace: bool = False
+    resend_unacked: bool = True
+
+
+class Scenario(_Strict):
+    name: str
+    title: str
+    story: str = ""
+    nodes: Literal[1, 3] = 1
+    pipeline: Literal["producer", "processor"] = "producer"
+    levels: list[str] = Field(default_factory=lambda: list(CORE_LEVELS))
+    workload: Workload = Workload()
+    faults: list[Fault] = Field(default_factory=list)
+    topic_config: dict[str, str] = Field(default_factory=dict)
+    replication: Annotated[int, Field(gt=0, le=3)] = 1
+    # Per-level overrides of the producer's settings (for example acks=1 against acks=all).
+    producer_overrides: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    transactions: dict[str, Any] = Field(default_factory=dict)
+    expect: dict[str, dict[str, str]] = Field(default_factory=dict)
+    timeout_s: Annotated[float, Field(gt=0, le=600)] = 60.0
+
+    @field_validator("name")
+    @classmethod
+    def _safe_name(cls, value: str) -> str:
+        import re
+
+        if not re.fullmatch(r"[a-z0-9][a-z0-9-]{0,62}", value):
+            raise ValueError("use lower-case letters, digits and dashes (it becomes a topic name)")
+        return value
+
+    @field_validator("levels")
+    @classmethod
+    def _known_levels(cls, value: list[str]) -> list[str]:
+        for level in value:
+            if level not in LEVELS:
+                raise ValueError(f"unknown level '{level}'; known levels: {', '.join(LEVELS)}")
+        if not value:
+            raise ValueError("name at least one level")
+        return value
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Scenario:
+        if self.replication > self.nodes:
+            raise ValueError(f"replication {self.replication} needs at least that many nodes")
+        for level in self.producer_overrides:
+            if level not in self.levels:
+                raise ValueError(
+                    f"producer_overrides names '{level}', which the scenario does not run"
+                )
+        return self
+
+
+def _describe(error: dict[str, Any]) -> str:
+    location = ".".join(str(part) for part in error["loc"]) or "(top level)"
+    message = error["msg"].removeprefix("Value error, ")
+    return f"{location}: {message}"
+
+
+def parse_scenario(text: str, source: str = "<scenario>") -> Scenario:
+    """Parse and validate scenario YAML; raise ScenarioError naming the file, field and reason."""
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        reason = getattr(exc, "problem", None) or str(exc)
+        raise ScenarioError(f"{source}: not valid YAML{where}: {reason}.") from None
+    if not isinstance(data, dict):
+        raise ScenarioError(f"{source}: a scenario is a YAML mapping (name: ..., workload: ...).")
+    try:
+        return Scenario.model_validate(data)
+    except ValidationError as exc:
+        first = _describe(exc.errors()[0])
+        more = len(exc.errors()) - 1
+        suffix = f" (and {more} more problem{'s' if more > 1 else ''})" if more else ""
+        raise ScenarioError(f"{source}: {first}{suffix}.") from None
+
+
+def load_scenario(path: str | Path) -> Scenario:
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        raise ScenarioError(f"{path}: no such scenario file.") from None
+    except OSError as exc:
+        raise ScenarioError(f"{path}: cannot be read ({exc.strerror}).") from None
+    return parse_scenario(text, str(path))
+
+
+def scenarios_dir() -> Path:
+    from engine import paths
+
+    return paths.REPO_ROOT / "scenarios"
+
+
+def list_scenarios() -> dict[str, Path]:
+    return {p.stem: p for p in sorted(scenarios_dir().glob("*.yaml"))}
