@@ -8,7 +8,8 @@ Definitions (shown in the dashboard's help, used by the PySpark job too):
 
 - copies: records of a message id in the judged topic, read at the level's isolation.
 - delivered: ids with at least one copy. duplicates: copies beyond the first, summed.
-- lost: ids of the ledger with no copy.
+- lost: ids of the ledger with no copy, except those the workload aborted on purpose
+  (their verdict is "aborted, as intended").
 - reordered: within a partition, taking each id's first copy in offset order, an id stored
   after a larger id (the workload creates ids in increasing order).
 - visible although aborted: a copy that a read_uncommitted reader sees but a read_committed
@@ -43,7 +44,9 @@ class StoredRecord:
 @dataclass
 class Verdict:
     id: int
-    verdict: str  # delivered once | duplicated | lost | reordered | visible although aborted
+    # delivered once | duplicated | lost | reordered | visible although aborted |
+    # aborted, as intended
+    verdict: str
     copies: int
     offsets: list[str] = field(default_factory=list)  # "partition:offset"
     sent_at: float | None = None
@@ -129,7 +132,15 @@ def check(
     failed: set[int] = set()
     consumed_at: dict[int, float] = {}
     fenced = 0
+    aborted_txn_ids: set[int] = set()
+    committed_txn_ids: set[int] = set()
     for event in history:
+        if event.get("proc", "").split("#")[0] in producers and event.get("ev") in (
+            "txn_abort",
+            "txn_commit",
+        ):
+            target = aborted_txn_ids if event["ev"] == "txn_abort" else committed_txn_ids
+            target.update(event.get("ids", []))
         proc, ev, message_id = event.get("proc", ""), event.get("ev"), event.get("id")
         if ev == "fenced":
             fenced += 1
@@ -145,6 +156,8 @@ def check(
         elif proc == sink_proc and ev == "consumed":
             consumed_at.setdefault(message_id, event["t"])
 
+    # Messages the workload itself aborted (never committed): not delivering them is correct.
+    aborted_by_design = aborted_txn_ids - committed_txn_ids
     committed_positions = (
         {(r.partition, r.offset) for r in committed_view} if committed_view is not None else None
     )
@@ -178,6 +191,8 @@ def check(
             latencies.append(latency)
         if aborted:
             verdict = "visible although aborted"
+        elif not recs and message_id in aborted_by_design:
+            verdict = "aborted, as intended"
         elif not recs:
             verdict = "lost"
         elif len(recs) > 1:
@@ -207,7 +222,7 @@ def check(
         acked=len(set(acked_at) & ledger_ids),
         delivered=sum(1 for v in verdicts if v.copies > 0),
         duplicates=sum(max(0, v.copies - 1) for v in verdicts),
-        lost=sum(1 for v in verdicts if v.copies == 0),
+        lost=sum(1 for v in verdicts if v.verdict == "lost"),
         reordered=sum(1 for v in verdicts if v.reordered),
         aborted_visible=sum(v.aborted_copies for v in verdicts),
         fenced=fenced,

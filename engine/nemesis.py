@@ -45,6 +45,7 @@ class Nemesis:
         self.timed_resumes: list[tuple[float, Callable[[], None]]] = []
         self.paused_nodes: set[int] = set()
         self.killed_nodes: set[int] = set()
+        self.armed_at: dict[int, float] = {}  # fault index -> when its trigger was met
 
     @property
     def done(self) -> bool:
@@ -62,8 +63,10 @@ class Nemesis:
                 self.timed_resumes.remove((due, action))
                 action()
         for item in list(self.pending):
-            _, fault = item
-            if self._triggered(fault, now):
+            index, fault = item
+            if index not in self.armed_at and self._triggered(fault, now):
+                self.armed_at[index] = now
+            if index in self.armed_at and now - self.armed_at[index] >= fault.delay_s:
                 self.pending.remove(item)
                 self.fire(fault)
 

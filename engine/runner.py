@@ -118,7 +118,9 @@ class LevelRun:
         else:
             config = producer_config(self.scenario, self.level)
             txn = None
-            if self.level.transactional:
+            # A scenario about transactions themselves (aborted-transaction) makes every
+            # level's producer transactional; the levels then differ in how they read.
+            if self.level.transactional or self.scenario.transactions.get("all_levels"):
                 txn = {
                     "id": f"{self.run_id}-{self.level.name}-producer-txn",
                     "size": workload.commit_every,
@@ -233,11 +235,14 @@ class LevelRun:
 
     def _drive(self, nemesis: Nemesis) -> None:
         tails: dict[Path, Tail] = {}
+        proxy_tail = Tail(self.cluster.proxy.events_path) if self.cluster.proxy else None
         deadline = self.started_at + self.scenario.timeout_s
         while True:
             for process in self.processes:
                 tail = tails.setdefault(process.history, Tail(process.history))
                 nemesis.observe(tail.read_new())
+            if proxy_tail is not None:
+                nemesis.observe(self._our_proxy_events(proxy_tail.read_new()))
             nemesis.tick()
             if nemesis.done and self._clients_finished():
                 return
@@ -248,6 +253,16 @@ class LevelRun:
                     "folder)"
                 )
             time.sleep(0.05)
+
+    def _our_proxy_events(self, events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The proxy's events caused by this level's clients, as history-shaped events."""
+        ours = tuple(self.client_ids.values())
+        return [
+            {"t": e["ts"], "proc": "proxy", "ev": e["kind"]}
+            for e in events
+            if e.get("ts", 0) >= self.started_at - 0.5
+            and (e.get("client_id") or "").startswith(ours)
+        ]
 
     def _clients_finished(self) -> bool:
         if self.scenario.pipeline == "producer":
@@ -305,7 +320,7 @@ class LevelRun:
             history=history,
             stored=at_level,
             committed_view=committed,
-            producer_procs=("producer",),
+            producer_procs=("producer", "source"),
         )
         faults = self._faults(history)
         (self.folder / "history.jsonl").write_text("".join(json.dumps(e) + "\n" for e in history))

@@ -40,8 +40,10 @@ class Trigger(_Strict):
     """When a fault fires: at a time after the level's start, or after a count of events."""
 
     at_s: Annotated[float, Field(ge=0)] | None = None
-    process: str | None = None  # e.g. "producer", "processor"
-    event: str | None = None  # e.g. "ack", "output_acked", "consumed", "txn_sent"
+    # Whose events count: a role ("producer", "processor", "sink") or "proxy" for the fault
+    # proxy's own events (e.g. produce_response_dropped) caused by this level's clients.
+    process: str | None = None
+    event: str | None = None  # e.g. "ack", "output_acked", "consumed", "committed"
     count: Annotated[int, Field(gt=0)] = 1
 
     @model_validator(mode="after")
@@ -69,6 +71,7 @@ FaultKind = Literal[
 class Fault(_Strict):
     kind: FaultKind
     when: Trigger = Trigger(at_s=0)
+    delay_s: Annotated[float, Field(ge=0, le=60)] = 0.0  # wait this long after the trigger
     # drop-produce-response
     nth: Annotated[int, Field(gt=0)] | None = None
     count: Annotated[int, Field(gt=0)] = 1

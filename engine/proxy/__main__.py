@@ -1,6 +1,14 @@
 """Run the fault-injecting Kafka proxy as its own process.
 
+Route mode, for brokers that advertise the proxy's addresses:
+
     python -m engine.proxy --route 1:127.0.0.1:19092:127.0.0.1:29092 [--route ...] \
+        --control 127.0.0.1:PORT --events proxy-events.jsonl [--parent-pid PID]
+
+Rewrite mode, for any cluster: one bootstrap listener, and broker addresses in Metadata,
+FindCoordinator and DescribeCluster responses rewritten to per-node listeners opened on demand:
+
+    python -m engine.proxy --bootstrap-upstream HOST:PORT[,HOST:PORT] --listen-host 127.0.0.1 \
         --control 127.0.0.1:PORT --events proxy-events.jsonl [--parent-pid PID]
 
 Once listening it prints one JSON line to stdout with the bound addresses.
@@ -38,15 +46,54 @@ def _route(spec: str) -> Route:
         raise argparse.ArgumentTypeError(str(e)) from e
 
 
+def _host_ports(spec: str) -> list[tuple[str, int]]:
+    parts = [s.strip() for s in spec.split(",") if s.strip()]
+    if not parts:
+        raise argparse.ArgumentTypeError("want HOST:PORT[,HOST:PORT...]")
+    return [_host_port(s) for s in parts]
+
+
+def _port(spec: str) -> int:
+    try:
+        port = int(spec)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(f"bad port {spec!r}") from e
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"port out of range: {port}")
+    return port
+
+
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m engine.proxy", description=__doc__.splitlines()[0])
-    p.add_argument(
+    mode = p.add_mutually_exclusive_group(required=True)
+    mode.add_argument(
         "--route",
         type=_route,
         action="append",
-        required=True,
         metavar="NODE:LISTEN_HOST:LISTEN_PORT:UPSTREAM_HOST:UPSTREAM_PORT",
-        help="one per broker node",
+        help="route mode: one per broker node",
+    )
+    mode.add_argument(
+        "--bootstrap-upstream",
+        type=_host_ports,
+        metavar="HOST:PORT[,HOST:PORT]",
+        help="rewrite mode: the cluster's bootstrap servers",
+    )
+    p.add_argument(
+        "--listen-host",
+        default="127.0.0.1",
+        help="rewrite mode: host the bootstrap and per-node listeners bind (default 127.0.0.1)",
+    )
+    p.add_argument(
+        "--advertise-host",
+        default=None,
+        help="rewrite mode: host written into rewritten responses (default: --listen-host)",
+    )
+    p.add_argument(
+        "--bootstrap-listen-port",
+        type=_port,
+        default=0,
+        help="rewrite mode: port of the bootstrap listener (default: a free one)",
     )
     p.add_argument(
         "--control", type=_host_port, required=True, metavar="HOST:PORT", help="control channel"
@@ -56,7 +103,16 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument(
         "--connect-timeout", type=float, default=5.0, help="upstream connect timeout, seconds"
     )
-    return p.parse_args(argv)
+    args = p.parse_args(argv)
+    if args.route is not None:
+        given = [
+            f"--{name.replace('_', '-')}"
+            for name in ("listen_host", "advertise_host", "bootstrap_listen_port")
+            if getattr(args, name) != p.get_default(name)
+        ]
+        if given:
+            p.error(f"{', '.join(given)} only apply with --bootstrap-upstream")
+    return args
 
 
 def _process_exists(pid: int) -> bool:
@@ -83,7 +139,15 @@ async def run(args: argparse.Namespace) -> int:
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     ctl_host, ctl_port = args.control
-    proxy = Proxy(args.route, args.events, connect_timeout=args.connect_timeout)
+    proxy = Proxy(
+        args.route or (),
+        args.events,
+        connect_timeout=args.connect_timeout,
+        bootstrap=args.bootstrap_upstream or (),
+        listen_host=args.listen_host,
+        advertise_host=args.advertise_host,
+        bootstrap_listen_port=args.bootstrap_listen_port,
+    )
     try:
         control = await start_control_server(proxy, ctl_host, ctl_port)
         ctl_addr = control.sockets[0].getsockname()[:2]
@@ -91,11 +155,14 @@ async def run(args: argparse.Namespace) -> int:
     except OSError as e:
         log(f"cannot listen: {e}")
         return 1
-    ready = {
+    ready: dict[str, object] = {
         "pid": os.getpid(),
         "control": f"{ctl_addr[0]}:{ctl_addr[1]}",
         "nodes": {str(n): "{}:{}".format(*proxy.address(n)) for n in proxy.routes},
     }
+    if proxy.rewriting:
+        ready["mode"] = "rewrite"
+        ready["bootstrap"] = proxy.bootstrap_address()
     print(json.dumps(ready), flush=True)
     watcher = None
     if args.parent_pid is not None:

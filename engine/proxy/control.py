@@ -197,6 +197,11 @@ class ProxyControl:
         answer.pop("ok", None)
         return answer
 
+    def bootstrap_address(self) -> str | None:
+        """Rewrite mode: the HOST:PORT clients should bootstrap from; None in route mode."""
+        boot = self.status().get("bootstrap")
+        return boot.get("advertised") if isinstance(boot, dict) else None
+
     def drop_produce_responses(
         self,
         *,

@@ -4,6 +4,11 @@ Each accepted client connection gets its own upstream connection and two one-way
 is a reader task (split frames, decide, stamp a release time) and a writer task (wait for the
 release time and for any blackhole to end, then write), joined by a FIFO queue, so latency and
 partitions never reorder frames within a connection.
+
+Two modes. With routes, the brokers already advertise the proxy's listeners. In rewrite mode
+(for a cluster the lab does not configure) there is one bootstrap listener; every Metadata,
+FindCoordinator and DescribeCluster response is rewritten so each broker it names points at a
+listener of the proxy, opened for that node id the first time it is seen.
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ import struct
 import sys
 import time
 from collections.abc import Coroutine, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -26,16 +31,28 @@ from engine.proxy.framing import (
     PRODUCE,
     FrameError,
     FrameSplitter,
+    api_name,
     encode_frame,
     parse_produce_acks,
     parse_request_header,
     response_correlation_id,
+)
+from engine.proxy.rewrite import (
+    API_VERSIONS,
+    MAX_VERSIONS,
+    REWRITE_APIS,
+    UnsupportedResponse,
+    cap_api_versions,
+    decode_response,
+    may_carry_addresses,
+    rewrite_addresses,
 )
 from engine.proxy.rules import THEN_CHOICES, DropRule, Latency, RuleError, RuleSet
 
 CHUNK = 64 * 1024
 QUEUE_FRAMES = 1024  # per direction; bounds memory when a writer is held back (latency)
 _LINGER_RST = struct.pack("ii", 1, 0)  # SO_LINGER on, timeout 0: close() sends RST
+BOOTSTRAP = -1  # the "node" of rewrite mode's bootstrap listener (clients use -1 there too)
 
 
 def log(msg: str) -> None:
@@ -218,16 +235,19 @@ class Connection:
         return not self.closed
 
     async def _connect_upstream(self) -> bool:
-        host, port = self.route.upstream_host, self.route.upstream_port
-        try:
-            self.up_reader, self.up_writer = await asyncio.wait_for(
-                asyncio.open_connection(host, port), self.proxy.connect_timeout
-            )
-        except (OSError, TimeoutError) as e:
-            self.proxy.stats[self.node].upstream_connect_failures += 1
-            log(f"node {self.node}: upstream {host}:{port} unreachable ({e!r}); closing client")
-            return False
-        return not self.closed
+        """Connect to the node's broker (the bootstrap listener tries each upstream in turn)."""
+        for host, port in self.proxy.upstreams(self.node):
+            try:
+                self.up_reader, self.up_writer = await asyncio.wait_for(
+                    asyncio.open_connection(host, port), self.proxy.connect_timeout
+                )
+            except (OSError, TimeoutError) as e:
+                self.proxy.stats[self.node].upstream_connect_failures += 1
+                log(f"node {self.node}: upstream {host}:{port} unreachable ({e!r})")
+                continue
+            return not self.closed
+        log(f"node {self.node} conn {self.conn_id}: no upstream reachable; closing client")
+        return False
 
     async def _guard(self, pump: Coroutine[Any, Any, None]) -> None:
         """Run one pump; any I/O or framing failure ends the whole connection."""
@@ -329,6 +349,8 @@ class Connection:
                 info: Inflight | None = None
                 with contextlib.suppress(FrameError):
                     info = self.inflight.pop(response_correlation_id(payload), None)
+                if info is not None and self.proxy.rewriting:
+                    payload = await self.proxy.rewrite_response(self, info, payload)
                 drop = info if info is not None and info.drop_rule is not None else None
                 await self._to_client.put(_Item(self.proxy.release_time(self.node), payload, drop))
 
@@ -397,43 +419,76 @@ class Proxy:
 
     def __init__(
         self,
-        routes: Sequence[Route],
+        routes: Sequence[Route] = (),
         events_path: str | os.PathLike[str] | None = None,
         *,
         connect_timeout: float = 5.0,
+        bootstrap: Sequence[tuple[str, int]] = (),
+        listen_host: str = "127.0.0.1",
+        advertise_host: str | None = None,
+        bootstrap_listen_port: int = 0,
     ) -> None:
+        """Route mode: `routes`. Rewrite mode: `bootstrap` upstreams (HOST, PORT) instead.
+
+        In rewrite mode the bootstrap listener binds `listen_host`:`bootstrap_listen_port`,
+        discovered brokers get listeners on free ports of `listen_host`, and responses name
+        `advertise_host` (default: `listen_host`) as their host.
+        """
         nodes = [r.node for r in routes]
         if len(set(nodes)) != len(nodes):
             raise ValueError(f"duplicate node ids in routes: {nodes}")
+        if bool(routes) == bool(bootstrap):
+            raise ValueError("give either routes or bootstrap upstreams (rewrite mode)")
+        if any(n < 0 for n in nodes):
+            raise ValueError(f"node ids must be >= 0: {nodes}")
         self.routes = {r.node: r for r in routes}
+        self.rewriting = bool(bootstrap)
+        self.bootstrap_upstreams = [(h, int(p)) for h, p in bootstrap]
+        self.listen_host = listen_host
+        self.advertise_host = advertise_host or listen_host
+        self.bootstrap_route: Route | None = None
+        if self.rewriting:
+            first = self.bootstrap_upstreams[0]
+            self.bootstrap_route = Route(BOOTSTRAP, listen_host, bootstrap_listen_port, *first)
         self.events = EventLog(events_path)
         self.connect_timeout = connect_timeout
         self.rules = RuleSet()
-        self.stats = {n: NodeStats() for n in self.routes}
-        self.conns: dict[int, set[Connection]] = {n: set() for n in self.routes}
+        self.stats: dict[int, NodeStats] = {}
+        self.conns: dict[int, set[Connection]] = {}
         self.latency: dict[int | None, Latency] = {}
         self.blackholes: dict[int | None, Blackhole] = {}
-        self._gates = {n: asyncio.Event() for n in self.routes}
-        for g in self._gates.values():
-            g.set()
+        self._gates: dict[int, asyncio.Event] = {}
+        for n in [*self.routes, *([BOOTSTRAP] if self.rewriting else [])]:
+            self._add_node_state(n)
         self._servers: dict[int, asyncio.Server] = {}
         self._rng = random.Random()
         self._next_conn_id = 1
+        self._next_bootstrap = 0
+        self._discovery = asyncio.Lock()
+        self._rewrite_warned: set[tuple[int, int]] = set()
+
+    def _add_node_state(self, node: int) -> None:
+        self.stats[node] = NodeStats()
+        self.conns[node] = set()
+        self._gates[node] = asyncio.Event()
+        self._update_gates()  # a blackhole may already target this node
 
     # -- lifecycle -----------------------------------------------------------------------------
 
+    async def _listen(self, route: Route) -> None:
+        async def accept(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            await self._accept(route, reader, writer)
+
+        self._servers[route.node] = await asyncio.start_server(
+            accept, route.listen_host, route.listen_port
+        )
+
     async def start(self, **started_detail: Any) -> None:
         """Open every listener; raises OSError if a port is taken."""
-        for node, route in self.routes.items():
-
-            async def accept(
-                reader: asyncio.StreamReader, writer: asyncio.StreamWriter, route: Route = route
-            ) -> None:
-                await self._accept(route, reader, writer)
-
-            self._servers[node] = await asyncio.start_server(
-                accept, route.listen_host, route.listen_port
-            )
+        for route in self.routes.values():
+            await self._listen(route)
+        if self.bootstrap_route is not None:
+            await self._listen(self.bootstrap_route)
         for node, route in self.routes.items():
             host, port = self.address(node)
             self.events.emit(
@@ -444,15 +499,43 @@ class Proxy:
                 pid=os.getpid(),
                 **started_detail,
             )
+        if self.bootstrap_route is not None:
+            host, port = self.address(BOOTSTRAP)
+            self.events.emit(
+                "proxy_started",
+                None,
+                mode="rewrite",
+                listen=f"{host}:{port}",
+                bootstrap=self.bootstrap_address(),
+                upstream=",".join(f"{h}:{p}" for h, p in self.bootstrap_upstreams),
+                pid=os.getpid(),
+                **started_detail,
+            )
 
     def address(self, node: int) -> tuple[str, int]:
         """The (host, port) actually bound for a node (useful with port 0)."""
         host, port = self._servers[node].sockets[0].getsockname()[:2]
         return host, port
 
+    def bootstrap_address(self) -> str:
+        """Rewrite mode: the HOST:PORT clients bootstrap from (the advertised host)."""
+        if not self.rewriting:
+            raise RuntimeError("no bootstrap listener: the proxy is not in rewrite mode")
+        return f"{self.advertise_host}:{self.address(BOOTSTRAP)[1]}"
+
+    def upstreams(self, node: int) -> list[tuple[str, int]]:
+        """Where a new connection of `node` goes; the bootstrap rotates over its upstreams."""
+        if node == BOOTSTRAP:
+            ups = self.bootstrap_upstreams
+            start = self._next_bootstrap % len(ups)
+            self._next_bootstrap += 1
+            return ups[start:] + ups[:start]
+        route = self.routes[node]
+        return [(route.upstream_host, route.upstream_port)]
+
     async def stop(self) -> None:
         """Close listeners and connections (gracefully, no fault actions)."""
-        for server in self._servers.values():
+        for server in list(self._servers.values()):
             server.close()
         for bh in self.blackholes.values():
             if bh.handle is not None:
@@ -465,7 +548,7 @@ class Proxy:
         tasks = [c.task for c in conns if c.task is not None]
         if tasks:
             await asyncio.wait(tasks, timeout=2.0)
-        for server in self._servers.values():
+        for server in list(self._servers.values()):
             await server.wait_closed()
         self.events.close()
 
@@ -489,6 +572,74 @@ class Proxy:
             for bh in self.blackholes.values():
                 bh.conns.discard(conn)
 
+    # -- rewrite mode --------------------------------------------------------------------------
+
+    async def rewrite_response(self, conn: Connection, info: Inflight, payload: bytes) -> bytes:
+        """Point the broker addresses in a response at this proxy (others pass unchanged)."""
+        if info.api_key == API_VERSIONS:
+            return cap_api_versions(info.api_version, payload, MAX_VERSIONS)
+        if not may_carry_addresses(info.api_key, info.api_version):
+            return payload
+        try:
+            decoded = decode_response(info.api_key, info.api_version, payload)
+        except FrameError as e:
+            # Forwarded as is, the client may now bypass the proxy: make that visible (once per
+            # api version for Produce/Fetch, which are many and rarely hold an address).
+            what = (info.api_key, info.api_version)
+            unsupported = isinstance(e, UnsupportedResponse)
+            if info.api_key in REWRITE_APIS or what not in self._rewrite_warned:
+                self._rewrite_warned.add(what)
+                log(f"node {conn.node} conn {conn.conn_id}: cannot rewrite {e!r}")
+                self.events.emit(
+                    "rewrite_failed",
+                    conn.node,
+                    api=api_name(info.api_key),
+                    api_version=info.api_version,
+                    correlation_id=info.correlation_id,
+                    unsupported_version=unsupported,
+                    error=str(e),
+                    **conn._detail(),
+                )
+            return payload
+        addresses: dict[int, tuple[str, int]] = {}
+        for ep in decoded.endpoints():
+            if ep.node_id < 0 or not ep.host or ep.port <= 0:
+                continue  # "no coordinator" answers carry node -1, host "", port -1
+            if ep.node_id not in addresses:
+                addresses[ep.node_id] = await self.ensure_node(
+                    ep.node_id, ep.host, ep.port, via=api_name(info.api_key)
+                )
+        if not rewrite_addresses(decoded, addresses):
+            return payload  # nothing to change (e.g. a Fetch without leader hints)
+        return decoded.encode()
+
+    async def ensure_node(self, node: int, host: str, port: int, via: str = "?") -> tuple[str, int]:
+        """The advertised (host, port) for a broker, opening its listener on first sight."""
+        async with self._discovery:
+            route = self.routes.get(node)
+            if route is None:
+                self._add_node_state(node)
+                route = Route(node, self.listen_host, 0, host, port)
+                await self._listen(route)
+                lhost, lport = self.address(node)
+                self.routes[node] = replace(route, listen_port=lport)
+                self.events.emit(
+                    "broker_discovered",
+                    node,
+                    upstream=f"{host}:{port}",
+                    listen=f"{lhost}:{lport}",
+                    advertised=f"{self.advertise_host}:{lport}",
+                    via=via,
+                )
+                log(f"node {node}: {host}:{port} is proxied on {lhost}:{lport}")
+            elif (route.upstream_host, route.upstream_port) != (host, port):
+                old = f"{route.upstream_host}:{route.upstream_port}"
+                self.routes[node] = replace(route, upstream_host=host, upstream_port=port)
+                self.events.emit(
+                    "broker_address_changed", node, old_upstream=old, upstream=f"{host}:{port}"
+                )
+            return self.advertise_host, self.address(node)[1]
+
     # -- helpers used by connections -----------------------------------------------------------
 
     def gate(self, node: int) -> asyncio.Event:
@@ -509,6 +660,8 @@ class Proxy:
                 gate.set()
 
     def _check_node(self, node: int | None) -> None:
+        if self.rewriting:
+            return  # brokers are discovered as clients ask: any node id may still appear
         if node is not None and node not in self.routes:
             raise RuleError(f"unknown node {node}; known: {sorted(self.routes)}")
 
@@ -611,24 +764,39 @@ class Proxy:
         self._check_node(node)
         return sum(c.reset("reset_connections") for c in self._open_conns(node))
 
+    def _node_status(self, node: int, upstream: str) -> dict[str, Any]:
+        open_conns = self._open_conns(node)
+        lat = self.latency.get(node) or self.latency.get(None)
+        listen = "{}:{}".format(*self.address(node)) if node in self._servers else None
+        out: dict[str, Any] = {"listen": listen}
+        if self.rewriting and node in self._servers:
+            out["advertised"] = f"{self.advertise_host}:{self.address(node)[1]}"
+        return {
+            **out,
+            "upstream": upstream,
+            "open_connections": len(open_conns),
+            "held_connections": sum(c.held for c in open_conns),
+            "in_flight": sum(len(c.inflight) for c in open_conns),
+            "blackholed": not self._gates[node].is_set(),
+            "latency_ms": lat.ms if lat else 0.0,
+            "jitter_ms": lat.jitter_ms if lat else 0.0,
+            **asdict(self.stats[node]),
+        }
+
     def status(self) -> dict[str, Any]:
         now = time.time()
         nodes: dict[str, Any] = {}
-        for node, route in self.routes.items():
-            open_conns = self._open_conns(node)
-            lat = self.latency.get(node) or self.latency.get(None)
-            nodes[str(node)] = {
-                "listen": "{}:{}".format(*self.address(node)) if node in self._servers else None,
-                "upstream": f"{route.upstream_host}:{route.upstream_port}",
-                "open_connections": len(open_conns),
-                "held_connections": sum(c.held for c in open_conns),
-                "in_flight": sum(len(c.inflight) for c in open_conns),
-                "blackholed": not self._gates[node].is_set(),
-                "latency_ms": lat.ms if lat else 0.0,
-                "jitter_ms": lat.jitter_ms if lat else 0.0,
-                **asdict(self.stats[node]),
-            }
+        for node in sorted(self.routes):
+            route = self.routes[node]
+            nodes[str(node)] = self._node_status(
+                node, f"{route.upstream_host}:{route.upstream_port}"
+            )
+        extra: dict[str, Any] = {"mode": "rewrite" if self.rewriting else "routes"}
+        if self.rewriting:
+            ups = ",".join(f"{h}:{p}" for h, p in self.bootstrap_upstreams)
+            extra["bootstrap"] = self._node_status(BOOTSTRAP, ups)
         return {
+            **extra,
             "nodes": nodes,
             "rules": [r.to_dict(now) for r in self.rules.rules.values()],
             "active_rules": [r.rule_id for r in self.rules.active(now)],
@@ -639,4 +807,4 @@ class Proxy:
         }
 
 
-__all__ = ["Blackhole", "Connection", "EventLog", "NodeStats", "Proxy", "Route"]
+__all__ = ["BOOTSTRAP", "Blackhole", "Connection", "EventLog", "NodeStats", "Proxy", "Route"]

@@ -59,7 +59,7 @@ def run(spec: dict[str, Any]) -> int:
     interval = 1.0 / spec["rate"] if spec.get("rate") else 0.0
     try:
         if txn:
-            run_transactions(producer, history, stop, ids, send, txn)
+            run_transactions(producer, history, stop, ids, send, txn, bool(spec.get("batch")))
         else:
             for message_id in ids:
                 if stop.stopped:
@@ -80,7 +80,7 @@ def run(spec: dict[str, Any]) -> int:
         return 3
 
 
-def run_transactions(producer, history, stop, ids, send, txn: dict[str, Any]) -> None:
+def run_transactions(producer, history, stop, ids, send, txn: dict[str, Any], batch: bool) -> None:
     """Send `ids` in transactions of `size`; abort the ones listed, hold one open if asked."""
     producer.init_transactions(30)
     history.write("txn_init", transactional_id=txn["id"])
@@ -95,6 +95,8 @@ def run_transactions(producer, history, stop, ids, send, txn: dict[str, Any]) ->
         history.write("txn_begin", txn=index, ids=chunk)
         for message_id in chunk:
             send(message_id)
+            if not batch:
+                producer.flush(120)  # one Produce request per message, as outside transactions
         producer.flush(120)
         if hold.get("txn") == index:
             history.write("txn_open", txn=index, seconds=hold["seconds"])
