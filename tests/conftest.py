@@ -31,9 +31,9 @@ def cluster1() -> Iterator:
         cluster.stop()
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def cluster3() -> Iterator:
-    """A 3-node embedded cluster for one test module (node faults change its state)."""
+    """A 3-node embedded cluster; tests that hurt a node bring it back before they end."""
     from engine.cluster.embedded import EmbeddedCluster
 
     cluster = EmbeddedCluster("test-3node", node_count=3)

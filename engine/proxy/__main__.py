@@ -111,7 +111,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
             if getattr(args, name) != p.get_default(name)
         ]
         if given:
-            p.error(f"{', '.join(given)} only apply with --bootstrap-upstream")
+            p.error(f"{', '.join(given)} apply only with --bootstrap-upstream")
     return args
 
 

@@ -85,6 +85,12 @@ class Reader:
         self.pos += n
         return chunk
 
+    def skip(self, n: int, what: str) -> None:
+        """Step over n bytes without copying them."""
+        if n < 0 or self.pos + n > len(self.buf):
+            raise FrameError(f"truncated response skipping {what} at offset {self.pos}")
+        self.pos += n
+
     def _unpack(self, s: struct.Struct, what: str) -> int:
         value: int = s.unpack(self._take(s.size, what))[0]
         return value
@@ -128,7 +134,7 @@ class Reader:
         start = self.pos
         for _ in range(self.uvarint()):
             self.uvarint()  # tag
-            self._take(self.uvarint(), "tagged field")
+            self.skip(self.uvarint(), "tagged field")
         return self.buf[start : self.pos]
 
     def rest(self) -> bytes:
@@ -460,11 +466,11 @@ def _skip_produce(r: Reader, version: int) -> None:
     """Walk a ProduceResponse v10+ body up to its top-level tagged fields."""
     for _ in range(r.array_len(True, "responses")):
         if version >= 13:
-            r._take(16, "topic_id")
+            r.skip(16, "topic_id")
         else:
             r.string(True, "name")
         for _ in range(r.array_len(True, "partition_responses")):
-            r._take(4 + 2 + 8 + 8 + 8, "partition response")  # index .. log_start_offset
+            r.skip(4 + 2 + 8 + 8 + 8, "partition response")  # index .. log_start_offset
             for _ in range(r.array_len(True, "record_errors")):
                 r.int32("batch_index")
                 r.string(True, "batch_index_error_message")
@@ -477,18 +483,18 @@ def _skip_produce(r: Reader, version: int) -> None:
 
 def _skip_fetch(r: Reader, version: int) -> None:
     """Walk a FetchResponse v16+ body up to its top-level tagged fields."""
-    r._take(4 + 2 + 4, "throttle_time_ms, error_code, session_id")
+    r.skip(4 + 2 + 4, "throttle_time_ms, error_code, session_id")
     for _ in range(r.array_len(True, "responses")):
-        r._take(16, "topic_id")
+        r.skip(16, "topic_id")
         for _ in range(r.array_len(True, "partitions")):
-            r._take(4 + 2 + 8 + 8 + 8, "partition data")  # index .. log_start_offset
+            r.skip(4 + 2 + 8 + 8 + 8, "partition data")  # index .. log_start_offset
             for _ in range(r.array_len(True, "aborted_transactions")):
-                r._take(8 + 8, "aborted transaction")
+                r.skip(8 + 8, "aborted transaction")
                 r.tagged()
             r.int32("preferred_read_replica")
             n = r.uvarint() - 1  # records: COMPACT_NULLABLE_RECORDS
             if n > 0:
-                r._take(n, "records")
+                r.skip(n, "records")
             r.tagged()
         r.tagged()
 

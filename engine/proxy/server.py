@@ -7,8 +7,9 @@ partitions never reorder frames within a connection.
 
 Two modes. With routes, the brokers already advertise the proxy's listeners. In rewrite mode
 (for a cluster the lab does not configure) there is one bootstrap listener; every Metadata,
-FindCoordinator and DescribeCluster response is rewritten so each broker it names points at a
-listener of the proxy, opened for that node id the first time it is seen.
+FindCoordinator and DescribeCluster response (and the leader hints of Produce/Fetch responses)
+is rewritten so each broker it names points at a listener of the proxy, opened for that node id
+the first time it is seen. See rewrite.py for the codecs.
 """
 
 from __future__ import annotations

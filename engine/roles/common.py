@@ -10,6 +10,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from confluent_kafka import KafkaError, KafkaException
+
 log = logging.getLogger("engine.roles")
 
 
@@ -35,6 +37,50 @@ def client_logger() -> logging.Logger:
     """librdkafka's log lines go to the role's stderr log file, not to the terminal."""
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(message)s")
     return logging.getLogger("engine.roles.librdkafka")
+
+
+class FatalErrors:
+    """Collects librdkafka's fatal errors through error_cb.
+
+    When a producer is fenced, the call that fails may only say "Local: Fatal error"; the
+    fatal error itself (for example _FENCED) is reported through error_cb. Keeping it lets
+    a role say *why* it stopped.
+    """
+
+    def __init__(self) -> None:
+        self.errors: list[KafkaError] = []
+
+    def __call__(self, error: KafkaError) -> None:
+        if error.fatal():
+            self.errors.append(error)
+
+    def classify(self, error: KafkaError, client: Any = None) -> tuple[str, KafkaError]:
+        """("fenced" or "error", the most telling error) for an error a call raised.
+
+        librdkafka reports a fenced producer's later calls as the generic _FATAL, and hands
+        the fatal error to error_cb, also as _FATAL with the cause in its text. confluent_kafka
+        does not expose rd_kafka_fatal_error(), so the cause is read from that text.
+        """
+        candidates = [error]
+        if client is not None:
+            try:
+                client.poll(0.2)  # serve error_cb, which carries the fatal error's cause
+            except KafkaException as exc:  # poll itself may raise the fatal error
+                candidates.append(exc.args[0])
+        candidates += reversed(self.errors)
+        for candidate in candidates:
+            if candidate.code() in FENCED_CODES or "fenced" in candidate.str().lower():
+                return "fenced", candidate
+        return "error", (self.errors[-1] if self.errors else error)
+
+
+# A newer instance with the same transactional.id bumped the epoch: this one is a zombie.
+FENCED_CODES = (KafkaError._FENCED, KafkaError.PRODUCER_FENCED, KafkaError.INVALID_PRODUCER_EPOCH)
+
+
+def printable(conf: dict[str, Any]) -> dict[str, Any]:
+    """A client configuration without its callbacks, for the history."""
+    return {k: v for k, v in conf.items() if not callable(v) and k != "logger"}
 
 
 def make_value(message_id: int, run_id: str, level: str, by: str) -> bytes:

@@ -23,8 +23,14 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
 from engine.history import HistoryWriter
-from engine.roles.common import StopFlag, client_logger, load_spec, parse_value
-from engine.roles.producer import FENCED_CODES
+from engine.roles.common import (
+    FatalErrors,
+    StopFlag,
+    client_logger,
+    load_spec,
+    parse_value,
+    printable,
+)
 
 
 def run(spec: dict[str, Any]) -> int:
@@ -50,11 +56,17 @@ def run(spec: dict[str, Any]) -> int:
         "logger": logger,
         **spec["config"],
     }
+    fatal = FatalErrors()
+    pconf["error_cb"] = fatal
     if mode == "transactional":
         pconf["transactional.id"] = spec["transactional_id"]
     producer = Producer(pconf)
     partitions = [TopicPartition(spec["input"], p) for p in range(spec["partitions"])]
-    history.write("start", mode=mode, config={k: v for k, v in pconf.items() if k != "logger"})
+    history.write(
+        "start",
+        mode=mode,
+        config=printable(pconf),
+    )
     try:
         if mode == "transactional":
             producer.init_transactions(30)
@@ -66,8 +78,7 @@ def run(spec: dict[str, Any]) -> int:
         history.write("done")
         return 0
     except KafkaException as exc:
-        error = exc.args[0]
-        kind = "fenced" if error.code() in FENCED_CODES else "error"
+        kind, error = fatal.classify(exc.args[0], producer)
         history.write(kind, error=error.name(), reason=error.str())
         return 3
     finally:

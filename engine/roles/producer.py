@@ -16,10 +16,14 @@ from typing import Any
 from confluent_kafka import KafkaError, KafkaException, Producer
 
 from engine.history import HistoryWriter
-from engine.roles.common import StopFlag, client_logger, load_spec, make_value
-
-# A newer instance with the same transactional.id bumped the epoch: this one is a zombie.
-FENCED_CODES = (KafkaError._FENCED, KafkaError.PRODUCER_FENCED, KafkaError.INVALID_PRODUCER_EPOCH)
+from engine.roles.common import (
+    FatalErrors,
+    StopFlag,
+    client_logger,
+    load_spec,
+    make_value,
+    printable,
+)
 
 
 def run(spec: dict[str, Any]) -> int:
@@ -32,11 +36,13 @@ def run(spec: dict[str, Any]) -> int:
         "logger": client_logger(),
         **spec["config"],
     }
+    fatal = FatalErrors()
+    conf["error_cb"] = fatal
     txn = spec.get("transactional")
     if txn:
         conf["transactional.id"] = txn["id"]
     producer = Producer(conf)
-    history.write("start", config={k: v for k, v in conf.items() if k != "logger"})
+    history.write("start", config=printable(conf))
 
     def on_delivery(err: KafkaError | None, msg: Any) -> None:
         message_id = int(msg.key())
@@ -74,8 +80,7 @@ def run(spec: dict[str, Any]) -> int:
         history.write("done", unflushed=remaining)
         return 0
     except KafkaException as exc:
-        error = exc.args[0]
-        kind = "fenced" if error.code() in FENCED_CODES else "error"
+        kind, error = fatal.classify(exc.args[0], producer)
         history.write(kind, error=error.name(), reason=error.str())
         return 3
 

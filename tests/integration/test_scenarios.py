@@ -1,0 +1,90 @@
+"""Every scenario file, run on a real cluster, shows the behaviour its file promises.
+
+The promises are the `expect` block of each scenario ("3" exactly, ">=1" at least). Every
+level's counts are also checked against kcat reading the same topic at the same isolation
+level, so the numbers do not rest on the lab's own reader.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections import Counter
+
+import pytest
+
+from engine import record
+from engine.runner import run_scenario
+from engine.scenario import list_scenarios, load_scenario
+
+pytestmark = pytest.mark.kafka
+
+SCENARIOS = list_scenarios()
+
+
+def meets(value: int, expectation: str) -> bool:
+    expectation = expectation.strip()
+    if expectation.startswith(">="):
+        return value >= int(expectation[2:])
+    if expectation.startswith("<="):
+        return value <= int(expectation[2:])
+    return value == int(expectation)
+
+
+def kcat_ids(bootstrap: str, topic: str, isolation: str) -> list[int]:
+    out = subprocess.run(
+        [
+            "kcat",
+            "-C",
+            "-b",
+            bootstrap,
+            "-t",
+            topic,
+            "-o",
+            "beginning",
+            "-e",
+            "-q",
+            "-X",
+            f"isolation.level={isolation}",
+            "-f",
+            "%s\\n",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    ).stdout
+    return [json.loads(line)["id"] for line in out.splitlines() if line.strip()]
+
+
+@pytest.mark.parametrize("name", sorted(SCENARIOS))
+def test_scenario_behaves_as_its_file_says(name, request):
+    scenario = load_scenario(SCENARIOS[name])
+    cluster = request.getfixturevalue("cluster3" if scenario.nodes == 3 else "cluster1")
+    output = run_scenario(scenario, cluster, source_text=SCENARIOS[name].read_text())
+
+    assert set(output["results"]) == set(scenario.levels)
+    for level, expected in scenario.expect.items():
+        result = output["results"][level]
+        for field, expectation in expected.items():
+            assert meets(result[field], expectation), (
+                f"{name} / {level}: {field} = {result[field]}, expected {expectation}"
+            )
+    ledger = set(range(scenario.workload.messages))
+    for level, result in output["results"].items():
+        ids = [
+            i
+            for i in kcat_ids(cluster.direct_bootstrap, result["sink_topic"], result["isolation"])
+            if i in ledger
+        ]
+        copies = Counter(ids)
+        assert result["delivered"] == len(copies), f"{level}: delivered differs from kcat"
+        assert result["duplicates"] == len(ids) - len(copies), f"{level}: duplicates differ"
+        assert result["lost"] <= len(ledger - set(copies))
+        assert result["duplicates"] + result["delivered"] == len(ids)
+
+    recorded = record.load_run(output["run_id"])
+    assert recorded["meta"]["status"] == "complete"
+    assert recorded["result"]["results"] == json.loads(json.dumps(output["results"]))
+    for level in scenario.levels:
+        assert len(recorded["levels"][level]["verdicts"]) == scenario.workload.messages

@@ -1,0 +1,64 @@
+"""The checker's definitions on small hand-made histories (pure logic, no Kafka)."""
+
+from __future__ import annotations
+
+from engine.checker import StoredRecord, check, percentile, reordered_ids
+
+
+def rec(partition: int, offset: int, message_id: int, created: float = 0.0) -> StoredRecord:
+    return StoredRecord(partition, offset, message_id, created)
+
+
+def test_duplicates_losses_and_acks():
+    history = [
+        {"t": 1, "proc": "producer", "ev": "send", "id": 0},
+        {"t": 2, "proc": "producer", "ev": "ack", "id": 0},
+        {"t": 1, "proc": "producer", "ev": "send", "id": 1},
+        {"t": 3, "proc": "producer#2", "ev": "send", "id": 1},
+        {"t": 4, "proc": "producer#2", "ev": "ack", "id": 1},
+        {"t": 1, "proc": "producer", "ev": "send", "id": 2},
+        {"t": 2, "proc": "producer", "ev": "fail", "id": 2},
+        {"t": 5, "proc": "sink", "ev": "consumed", "id": 0},
+    ]
+    stored = [rec(0, 0, 0, 1.0), rec(0, 1, 1), rec(0, 2, 1)]
+    verdicts, counts = check(ledger=[0, 1, 2, 3], history=history, stored=stored)
+    by_id = {v.id: v for v in verdicts}
+    assert by_id[0].verdict == "delivered once" and by_id[0].latency_ms == 4000.0
+    assert by_id[1].verdict == "duplicated" and by_id[1].copies == 2
+    assert by_id[2].verdict == "lost" and by_id[2].ack == "failed"
+    assert by_id[3].ack == "unsent"
+    assert (counts.sent, counts.acked, counts.delivered) == (3, 2, 2)
+    assert (counts.duplicates, counts.lost) == (1, 2)
+
+
+def test_reorder_is_judged_per_partition_on_first_copies():
+    stored = [rec(0, 0, 1), rec(0, 1, 2), rec(0, 2, 0), rec(0, 3, 1), rec(1, 0, 5), rec(1, 1, 3)]
+    assert reordered_ids(stored) == {0, 3}
+
+
+def test_aborted_copies_and_aborts_by_design():
+    history = [
+        {"t": 1, "proc": "producer", "ev": "txn_commit", "ids": [0]},
+        {"t": 2, "proc": "producer", "ev": "txn_abort", "ids": [1]},
+    ]
+    uncommitted = [rec(0, 0, 0), rec(0, 2, 1)]
+    committed = [rec(0, 0, 0)]
+    verdicts, counts = check(
+        ledger=[0, 1], history=history, stored=uncommitted, committed_view=committed
+    )
+    assert [v.verdict for v in verdicts] == ["delivered once", "visible although aborted"]
+    assert counts.aborted_visible == 1
+    verdicts, counts = check(
+        ledger=[0, 1], history=history, stored=committed, committed_view=committed
+    )
+    assert [v.verdict for v in verdicts] == ["delivered once", "aborted, as intended"]
+    assert counts.lost == 0
+
+
+def test_percentile_is_nearest_rank():
+    assert percentile([], 50) is None
+    assert percentile([5.0], 99) == 5.0
+    values = list(range(1, 101))
+    assert percentile(values, 50) == 50
+    assert percentile(values, 95) == 95
+    assert percentile(values, 100) == 100

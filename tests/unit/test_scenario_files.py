@@ -1,0 +1,69 @@
+"""Scenario files validate, and bad ones fail with the file, the field and the reason."""
+
+from __future__ import annotations
+
+import pytest
+
+from engine.scenario import ScenarioError, list_scenarios, load_scenario, parse_scenario
+
+VALID = """
+name: demo
+title: Demo
+workload: {messages: 5}
+faults:
+  - kind: drop-produce-response
+    nth: 1
+"""
+
+
+def test_every_shipped_scenario_validates():
+    names = set(list_scenarios())
+    assert {
+        "ack-loss",
+        "network-blip",
+        "producer-crash",
+        "consumer-crash",
+        "commit-before-process",
+        "zombie",
+        "broker-failover",
+        "aborted-transaction",
+    } <= names
+    for path in list_scenarios().values():
+        scenario = load_scenario(path)
+        assert scenario.name == path.stem
+        assert set(scenario.expect) <= set(scenario.levels)
+
+
+def test_a_valid_scenario_parses():
+    scenario = parse_scenario(VALID, "demo.yaml")
+    assert scenario.workload.messages == 5
+    assert scenario.levels == ["at-most-once", "at-least-once", "exactly-once"]
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("name: x\ntitle: [unclosed", "demo.yaml: not valid YAML at line 2"),
+        ("- a\n- b\n", "demo.yaml: a scenario is a YAML mapping"),
+        (VALID + "levels: [at-most-twice]\n", "levels: unknown level 'at-most-twice'"),
+        (
+            VALID.replace("messages: 5", "messages: -3"),
+            "workload.messages: Input should be greater than 0",
+        ),
+        (VALID.replace("drop-produce-response", "flood"), "faults.0.kind: Input should be"),
+        (VALID + "colour: blue\n", "colour: Extra inputs are not permitted"),
+        (VALID.replace("name: demo", "name: Demo Run!"), "name: use lower-case letters"),
+        (VALID + "nodes: 1\nreplication: 3\n", "replication 3 needs at least that many nodes"),
+    ],
+)
+def test_bad_scenarios_name_file_field_and_reason(text, message):
+    with pytest.raises(ScenarioError) as error:
+        parse_scenario(text, "demo.yaml")
+    assert str(error.value).startswith("demo.yaml: ")
+    assert message in str(error.value)
+    assert "Traceback" not in str(error.value)
+
+
+def test_missing_file_is_named(tmp_path):
+    with pytest.raises(ScenarioError, match="no such scenario file"):
+        load_scenario(tmp_path / "nope.yaml")
