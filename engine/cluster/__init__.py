@@ -50,7 +50,7 @@ def make_cluster(
 
         if not bootstrap:
             raise ClusterError("The external backend needs --bootstrap HOST:PORT[,HOST:PORT].")
-        return ExternalCluster(bootstrap)
+        return ExternalCluster(bootstrap, owner_pid=owner_pid)
     raise ClusterError(f"Unknown backend '{backend}'; choose one of {', '.join(BACKENDS)}.")
 
 

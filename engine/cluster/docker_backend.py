@@ -26,9 +26,8 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -42,6 +41,7 @@ from engine import paths
 from engine.cluster.base import Cluster, NodeInfo, NodeState, ProxyInfo, write_json_atomic
 from engine.cluster.embedded import _signal_group, _wait_gone, pid_alive
 from engine.cluster.ports import LOOPBACK, free_ports, require_free
+from engine.cluster.proxy_process import route_args, start_proxy_process
 from engine.errors import (
     ClusterError,
     ClusterNotRunningError,
@@ -241,54 +241,6 @@ class Layout:
         )
 
 
-def start_proxy_process(
-    routes: Sequence[str],
-    control_port: int,
-    root: Path,
-    *,
-    owner_pid: int | None = None,
-    control_host: str = LOOPBACK,
-    ready_timeout: float = 20.0,
-) -> ProxyInfo:
-    """Start `python -m engine.proxy` in its own session and wait until it answers.
-
-    The same steps as EmbeddedCluster._start_proxy, for any list of routes. On failure the
-    process is killed and ClusterError carries the tail of its log (root/proxy.log).
-    """
-    from engine.proxy.control import ProxyControl
-
-    root.mkdir(parents=True, exist_ok=True)
-    events = root / "proxy-events.jsonl"
-    log_path = root / "proxy.log"
-    cmd = [sys.executable, "-m", "engine.proxy"]
-    for route in routes:
-        cmd += ["--route", route]
-    cmd += ["--control", f"{control_host}:{control_port}", "--events", str(events)]
-    if owner_pid:
-        cmd += ["--parent-pid", str(owner_pid)]
-    env = {**os.environ, "PYTHONPATH": str(paths.REPO_ROOT)}
-    log_start = log_path.stat().st_size if log_path.exists() else 0  # the log is appended to
-    with log_path.open("ab") as log:
-        proc = subprocess.Popen(
-            cmd,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,  # its own process group: a signal reaches only the proxy
-            env=env,
-        )
-    try:
-        ProxyControl(control_host, control_port).wait_ready(timeout=ready_timeout)
-    except Exception as exc:
-        _signal_group(proc.pid, signal.SIGKILL)
-        _wait_gone(proc.pid, timeout=5)
-        with log_path.open("rb") as log:
-            log.seek(log_start)
-            tail = log.read().decode(errors="replace")[-500:].strip()
-        raise ClusterError(f"The fault proxy did not start: {exc}. Its log: {tail}") from exc
-    return ProxyInfo(control_host, control_port, str(events), pid=proc.pid)
-
-
 # ---- the cluster ----------------------------------------------------------------------------
 class DockerCluster(Cluster):
     """The docker-compose.yml brokers, started, hurt and removed by the lab."""
@@ -482,7 +434,7 @@ class DockerCluster(Cluster):
                 self._engine(f"unpause {container.name}", container.unpause)
         try:
             self._proxy = start_proxy_process(
-                self.layout.routes(),
+                route_args(self.layout.routes()),
                 free_ports(1)[0],
                 self.root,
                 owner_pid=self.owner_pid,

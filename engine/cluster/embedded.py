@@ -36,6 +36,7 @@ from engine import paths
 from engine.cluster import jars
 from engine.cluster.base import Cluster, NodeInfo, NodeState, ProxyInfo, write_json_atomic
 from engine.cluster.ports import LOOPBACK, free_ports, is_listening
+from engine.cluster.proxy_process import route_args, start_proxy_process
 from engine.errors import ClusterError, ClusterNotRunningError, PortInUseError
 from engine.kafka import admin
 
@@ -445,32 +446,13 @@ class EmbeddedCluster(Cluster):
         node.paused = False
 
     def _start_proxy(self, control_port: int) -> None:
-        from engine.proxy.control import ProxyControl
-
-        events = self.root / "proxy-events.jsonl"
-        cmd = [sys.executable, "-m", "engine.proxy"]
-        for n in self._nodes:
-            cmd += ["--route", f"{n.node_id}:{LOOPBACK}:{n.proxy_port}:{LOOPBACK}:{n.client_port}"]
-        cmd += ["--control", f"{LOOPBACK}:{control_port}", "--events", str(events)]
-        if self.owner_pid:
-            cmd += ["--parent-pid", str(self.owner_pid)]
-        env = {**os.environ, "PYTHONPATH": str(paths.REPO_ROOT)}
-        with (self.root / "proxy.log").open("ab") as log:
-            proc = subprocess.Popen(
-                cmd,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                start_new_session=True,
-                env=env,
-            )
-        self._proxy = ProxyInfo(LOOPBACK, control_port, str(events), pid=proc.pid)
+        routes = [
+            f"{n.node_id}:{LOOPBACK}:{n.proxy_port}:{LOOPBACK}:{n.client_port}" for n in self._nodes
+        ]
+        self._proxy = start_proxy_process(
+            route_args(routes), control_port, self.root, owner_pid=self.owner_pid
+        )
         self._save()
-        try:
-            ProxyControl(LOOPBACK, control_port).wait_ready(timeout=20)
-        except Exception as exc:
-            tail = (self.root / "proxy.log").read_text(errors="replace")[-500:]
-            raise ClusterError(f"The fault proxy did not start: {exc}. Its log: {tail}") from exc
 
     def _start_watchdog(self) -> None:
         """Guard against an owner that dies without stopping its cluster (see watchdog.py)."""

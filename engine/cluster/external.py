@@ -1,18 +1,28 @@
 """The external backend: any Kafka cluster the user already runs, named by bootstrap servers.
 
-The lab does not own these brokers, so it cannot kill or pause them. It reads and writes
-through the same client code as the other backends.
+The lab does not own these brokers, so it cannot kill or pause them. Network faults still
+work: the fault proxy runs in rewrite mode in front of the cluster, rewriting the broker
+addresses in Metadata, FindCoordinator and DescribeCluster responses (and leader hints in
+Produce and Fetch responses) to its own listeners, so clients under test never leave it.
+Checkers read the cluster directly at the bootstrap servers given.
 """
 
 from __future__ import annotations
 
 import json
+import signal
 import time
+from dataclasses import asdict
+from pathlib import Path
 
 from engine import paths
-from engine.cluster.base import Cluster, NodeInfo, NodeState, write_json_atomic
+from engine.cluster.base import Cluster, NodeInfo, NodeState, ProxyInfo, write_json_atomic
+from engine.cluster.embedded import _signal_group, _wait_gone
+from engine.cluster.ports import free_ports
+from engine.cluster.proxy_process import rewrite_args, start_proxy_process
 from engine.errors import ClusterError, ClusterNotRunningError
 from engine.kafka import admin
+from engine.proxy.control import ProxyControl
 
 STATE_NAME = "external"
 
@@ -21,12 +31,15 @@ class ExternalCluster(Cluster):
     backend = "external"
     supports_broker_faults = False
 
-    def __init__(self, bootstrap: str) -> None:
+    def __init__(self, bootstrap: str, *, owner_pid: int | None = None) -> None:
         if not bootstrap or not all(":" in part for part in bootstrap.split(",")):
             raise ClusterError(
                 f"'{bootstrap}' is not a list of bootstrap servers; give host:port[,host:port]."
             )
         self._bootstrap = bootstrap
+        self.owner_pid = owner_pid
+        self._proxy: ProxyInfo | None = None
+        self._proxied: str | None = None
 
     @property
     def name(self) -> str:
@@ -38,9 +51,11 @@ class ExternalCluster(Cluster):
 
     @property
     def proxied_bootstrap(self) -> str | None:
-        # The brokers advertise their own addresses; see the README for why faults through the
-        # proxy are not offered on this backend yet.
-        return None
+        return self._proxied
+
+    @property
+    def proxy(self) -> ProxyInfo | None:
+        return self._proxy
 
     @property
     def node_ids(self) -> list[int]:
@@ -48,8 +63,12 @@ class ExternalCluster(Cluster):
         return sorted(view.brokers) if view else []
 
     @property
-    def _state_file(self):
-        return paths.state_dir() / STATE_NAME / "cluster.json"
+    def root(self) -> Path:
+        return paths.state_dir() / STATE_NAME
+
+    @property
+    def _state_file(self) -> Path:
+        return self.root / "cluster.json"
 
     def start(self, timeout: float = 30.0) -> None:
         """Check that the cluster answers, and remember it for later commands."""
@@ -62,11 +81,32 @@ class ExternalCluster(Cluster):
                 f"No Kafka broker answered at {self._bootstrap} within {timeout:.0f}s. Check the "
                 "address and that the cluster is running and reachable from this machine."
             )
-        self._state_file.parent.mkdir(parents=True, exist_ok=True)
-        write_json_atomic(self._state_file, {"backend": self.backend, "bootstrap": self._bootstrap})
+        self.root.mkdir(parents=True, exist_ok=True)
+        self._proxy = start_proxy_process(
+            rewrite_args(self._bootstrap), free_ports(1)[0], self.root, owner_pid=self.owner_pid
+        )
+        try:
+            self._proxied = ProxyControl(
+                self._proxy.control_host, self._proxy.control_port
+            ).bootstrap_address()
+            write_json_atomic(
+                self._state_file,
+                {
+                    "backend": self.backend,
+                    "bootstrap": self._bootstrap,
+                    "proxied_bootstrap": self._proxied,
+                    "proxy": asdict(self._proxy),
+                },
+            )
+        except BaseException:
+            self.stop()
+            raise
 
     def stop(self) -> None:
-        """Forget the cluster; it is not ours to stop."""
+        """Stop the lab's proxy and forget the cluster; the cluster is not ours to stop."""
+        if self._proxy and self._proxy.pid:
+            _signal_group(self._proxy.pid, signal.SIGKILL)
+            _wait_gone(self._proxy.pid, timeout=10)
         self._state_file.unlink(missing_ok=True)
 
     def nodes(self) -> list[NodeInfo]:
@@ -88,4 +128,7 @@ class ExternalCluster(Cluster):
                 "No external cluster is registered. Use `python -m engine cluster up "
                 "--backend external --bootstrap HOST:PORT`."
             ) from exc
-        return cls(data["bootstrap"])
+        cluster = cls(data["bootstrap"])
+        cluster._proxied = data.get("proxied_bootstrap")
+        cluster._proxy = ProxyInfo(**data["proxy"]) if data.get("proxy") else None
+        return cluster

@@ -18,7 +18,7 @@ from engine.cluster.embedded import EmbeddedCluster, pid_alive
 from engine.errors import ClusterError
 
 
-def watch(owner_pid: int, name: str, interval: float = 1.0) -> None:
+def watch(owner_pid: int, name: str, interval: float = 0.5) -> None:
     while True:
         if not EmbeddedCluster.exists(name):
             return  # stopped normally; nothing left to guard
