@@ -91,7 +91,11 @@ class Nemesis:
             target = fault.target or "producer"
             prefix = self.ctx.client_ids[target]
             rule = proxy.drop_produce_responses(
-                nth=fault.nth or 1, count=fault.count, after=fault.after, client_id_prefix=prefix
+                nth=fault.nth or 1,
+                count=fault.count,
+                after=fault.after,
+                drop=fault.drop,
+                client_id_prefix=prefix,
             )
             self.record(
                 kind,
@@ -99,6 +103,7 @@ class Nemesis:
                 nth=fault.nth or 1,
                 count=fault.count,
                 after=fault.after,
+                drop=fault.drop,
                 rule_id=rule,
             )
         elif kind == "blackhole":

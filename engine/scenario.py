@@ -76,6 +76,8 @@ class Fault(_Strict):
     nth: Annotated[int, Field(gt=0)] | None = None
     count: Annotated[int, Field(gt=0)] = 1
     after: Literal["reset", "hold"] = "reset"
+    # What the network loses: the broker's response (the batch is stored) or the request.
+    drop: Literal["response", "request"] = "response"
     # blackhole / latency / pause
     duration_s: Annotated[float, Field(gt=0, le=120)] | None = None
     then: Literal["flush", "reset"] = "flush"

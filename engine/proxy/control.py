@@ -215,10 +215,15 @@ class ProxyControl:
         node: int | None = None,
         client_id_prefix: str | None = None,
         after: str = "reset",
+        drop: str = "response",
     ) -> int:
-        """Add a drop rule; returns its rule_id. No targeting at all means nth=1."""
+        """Add a drop rule; returns its rule_id. No targeting at all means nth=1.
+
+        drop="request" loses the Produce request itself instead of its response.
+        """
         answer = self.request(
             "drop_produce_responses",
+            drop=drop,
             nth=nth,
             count=count,
             window_start=window_start,

@@ -8,6 +8,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 AFTER_CHOICES = ("reset", "hold")
+# What is lost: the broker's response (the batch is stored, the ack never arrives), or the
+# request itself (the broker never sees the batch; the client times it out and retries).
+DROP_CHOICES = ("response", "request")
 THEN_CHOICES = ("flush", "reset")
 
 
@@ -26,6 +29,7 @@ class DropRule:
     rule_id: int
     created_ts: float
     after: str = "reset"
+    drop: str = "response"
     node: int | None = None
     client_id_prefix: str | None = None
     nth: int | None = None
@@ -53,6 +57,8 @@ class DropRule:
 
     def validate(self) -> None:
         """Raise RuleError unless the parameters describe exactly one sensible targeting."""
+        if self.drop not in DROP_CHOICES:
+            raise RuleError(f"drop must be one of {DROP_CHOICES}, got {self.drop!r}")
         if self.after not in AFTER_CHOICES:
             raise RuleError(f"after must be one of {AFTER_CHOICES}, got {self.after!r}")
         has_window = self.window_start is not None or self.window_end is not None
@@ -112,7 +118,12 @@ class DropRule:
 
     def to_dict(self, now: float | None = None) -> dict[str, Any]:
         """JSON-friendly view for status and events."""
-        d: dict[str, Any] = {"rule_id": self.rule_id, "mode": self.mode, "after": self.after}
+        d: dict[str, Any] = {
+            "rule_id": self.rule_id,
+            "mode": self.mode,
+            "after": self.after,
+            "drop": self.drop,
+        }
         for key in (
             "node",
             "client_id_prefix",
@@ -139,6 +150,7 @@ class DropRule:
 
 _PARAM_TYPES: dict[str, type] = {
     "after": str,
+    "drop": str,
     "node": int,
     "client_id_prefix": str,
     "nth": int,

@@ -307,9 +307,11 @@ class Connection:
             if self.held:
                 continue  # the "network" eats it; reading on lets us notice the client leave
             for payload in splitter.feed(data):
-                await self._to_upstream.put(self._on_request(payload))
+                item = self._on_request(payload)
+                if item is not None:
+                    await self._to_upstream.put(item)
 
-    def _on_request(self, payload: bytes) -> _Item:
+    def _on_request(self, payload: bytes) -> _Item | None:
         """Track a request by correlation id and let the rules decide about its response."""
         item = _Item(self.proxy.release_time(self.node), payload)
         try:
@@ -334,8 +336,25 @@ class Connection:
                     return item  # acks=0 gets no response: never tracked or targeted
                 stats.produce_requests += 1
                 info.drop_rule = self.proxy.rules.evaluate(self.node, header.client_id, now)
+                if info.drop_rule is not None and info.drop_rule.drop == "request":
+                    self._drop_request(info)
+                    return None  # never forwarded, never answered: the client times it out
         self.inflight[header.correlation_id] = info
         return item
+
+    def _drop_request(self, info: Inflight) -> None:
+        rule = info.drop_rule
+        assert rule is not None
+        self.proxy.events.emit(
+            "produce_request_dropped",
+            self.node,
+            **self._detail(),
+            rule_id=rule.rule_id,
+            correlation_id=info.correlation_id,
+            api_version=info.api_version,
+            acks=info.acks,
+            transactional_id=info.transactional_id,
+        )
 
     async def _read_upstream(self) -> None:
         assert self.up_reader is not None
