@@ -11,6 +11,8 @@ import os
 import threading
 import time
 from collections import deque
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import streamlit as st
@@ -92,6 +94,16 @@ class ClusterService:
                 raise ClusterNotRunningError("No cluster is running; start one first.")
             getattr(self.cluster, f"{action}_node")(node_id)
             self.announce(f"node {node_id}: {action}")
+
+    @contextmanager
+    def exclusive(self, why: str) -> Iterator[None]:
+        """Hold the cluster for a run that hurts brokers; other sessions see why."""
+        with self._lock:
+            self.announce(f"{why} (other cluster actions wait)")
+            try:
+                yield
+            finally:
+                self.announce("the cluster is free again")
 
     def announce(self, text: str) -> None:
         self.announcements.append(Announcement(time.time(), text))

@@ -83,8 +83,15 @@ class EmbeddedNode:
 
 
 def new_cluster_id() -> str:
-    """A Kafka cluster id: a random UUID in URL-safe base64 without padding (22 chars)."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    """A Kafka cluster id: a random UUID in URL-safe base64 without padding (22 chars).
+
+    Like Kafka's own Uuid.randomUuid(), it never starts with "-", which a command line would
+    read as an option (kafka-storage format -t -abc... fails).
+    """
+    while True:
+        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not cluster_id.startswith("-"):
+            return cluster_id
 
 
 def server_properties(node: EmbeddedNode, voters: str, node_count: int) -> str:

@@ -112,3 +112,10 @@ def test_three_node_properties_replicate_internal_topics():
     assert "advertised.listeners=CLIENT://127.0.0.1:4,DIRECT://127.0.0.1:2\n" in props
     single = server_properties(node, "2@127.0.0.1:3", 1)
     assert "transaction.state.log.min.isr=1\n" in single
+
+
+def test_cluster_ids_are_22_chars_and_never_look_like_an_option():
+    from engine.cluster.embedded import new_cluster_id
+
+    ids = {new_cluster_id() for _ in range(5000)}
+    assert all(len(i) == 22 and not i.startswith("-") for i in ids)

@@ -1,0 +1,91 @@
+"""Failure lab: pick a scenario and the levels, run it live, compare the levels side by side."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from engine import record
+from engine.errors import LabError
+from engine.levels import LEVELS
+from engine.runner import run_scenario
+from engine.scenario import ScenarioError, list_scenarios, load_scenario
+from pages._run_view import render_run
+from pages._shared import cluster_service, show_error
+
+BROKER_FAULTS = {"kill-leader", "pause-followers", "resume-nodes", "restart-nodes"}
+
+st.title("Failure lab")
+scenarios = list_scenarios()
+if not scenarios:
+    st.error("No scenario files were found in scenarios/.")
+    st.stop()
+
+name = st.selectbox("Scenario", list(scenarios), format_func=lambda n: n, key="lab_scenario")
+try:
+    scenario = load_scenario(scenarios[name])
+except ScenarioError as exc:
+    show_error(exc)
+    st.stop()
+
+st.subheader(scenario.title)
+st.markdown(scenario.story)
+levels = st.multiselect(
+    "Levels",
+    [lv for lv in LEVELS if lv != "idempotency-key"],
+    default=scenario.levels,
+    key=f"lab_levels_{name}",
+)
+with st.expander("Parameters"):
+    left, right = st.columns(2)
+    messages = left.number_input("Messages", 1, 10_000, scenario.workload.messages)
+    commit_every = right.number_input(
+        "Messages per commit or transaction", 1, 1000, scenario.workload.commit_every
+    )
+    st.caption("The fault schedule:")
+    st.json([f.model_dump(exclude_defaults=True) for f in scenario.faults], expanded=False)
+scenario = scenario.model_copy(
+    update={
+        "workload": scenario.workload.model_copy(
+            update={"messages": int(messages), "commit_every": int(commit_every)}
+        )
+    }
+)
+
+service = cluster_service()
+ready = service.state == "ready" and service.cluster is not None
+if not ready:
+    st.info("The cluster is not ready yet; its progress shows in the sidebar.")
+if st.button("▶ Run", type="primary", disabled=not ready or not levels):
+    cluster = service.cluster
+    try:
+        if len(cluster.node_ids) < scenario.nodes:
+            raise LabError(
+                f"This scenario needs a {scenario.nodes}-node cluster; the running one has "
+                f"{len(cluster.node_ids)}. Stop it in the sidebar and start one with "
+                f"{scenario.nodes} nodes."
+            )
+        with st.status(f"Running {scenario.name}…", expanded=True) as status:
+            bar = st.progress(0.0)
+            line = st.empty()
+
+            def progress(what: str, fraction: float) -> None:
+                bar.progress(min(1.0, fraction))
+                line.write(what)
+
+            if BROKER_FAULTS & {f.kind for f in scenario.faults}:
+                # Killing brokers affects everyone: one such run at a time, announced to all.
+                with service.exclusive(f"{scenario.name} is killing and pausing brokers"):
+                    output = run_scenario(scenario, cluster, levels=levels, progress=progress)
+            else:
+                output = run_scenario(scenario, cluster, levels=levels, progress=progress)
+            status.update(label=f"Done: run {output['run_id']}", state="complete")
+        st.session_state["lab_run_id"] = output["run_id"]
+    except Exception as exc:
+        show_error(exc)
+
+run_id = st.session_state.get("lab_run_id")
+if run_id:
+    try:
+        render_run(record.load_run(run_id))
+    except LabError as exc:
+        show_error(exc)
