@@ -4,10 +4,18 @@ from __future__ import annotations
 
 import streamlit as st
 
+from pages._shared import mark_app_ran
 from pages.cluster_panel import render_cluster_panel
 
 st.set_page_config(page_title="Kafka failure lab", page_icon="🧪", layout="wide")
+mark_app_ran()
 
-navigation = st.navigation([st.Page("pages/home.py", title="Guarantees", icon="🛡️", default=True)])
+navigation = st.navigation(
+    [
+        st.Page("pages/home.py", title="Guarantees", icon="🛡️", default=True),
+        st.Page("pages/failure_lab.py", title="Failure lab", icon="💥"),
+        st.Page("pages/replay.py", title="Replay", icon="⏪"),
+    ]
+)
 render_cluster_panel()
 navigation.run()

@@ -225,7 +225,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    logging.basicConfig(level=os.environ.get("LAB_LOG_LEVEL", "WARNING"))
+    level = os.environ.get("LAB_LOG_LEVEL")
+    logging.basicConfig(level=level or "WARNING")
+    if level:
+        logging.getLogger("engine.kafka").setLevel(level)
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)

@@ -32,7 +32,10 @@ EVENT_STYLE = {
 
 
 def render_run(run: dict[str, Any]) -> None:
-    meta, results = run["meta"], run["result"]["results"]
+    meta, stored = run["meta"], run["result"]["results"]
+    # Show the levels in the order they were run (the saved JSON's keys are sorted).
+    order = [lv for lv in meta.get("levels", []) if lv in stored]
+    results = {lv: stored[lv] for lv in order + sorted(set(stored) - set(order))}
     if meta.get("status") == "failed":
         st.error(f"This run failed: {meta.get('reason')}", icon="⚠️")
     if not results:

@@ -109,6 +109,25 @@ class ClusterService:
         self.announcements.append(Announcement(time.time(), text))
 
 
+APP_MARK = "_lab_app_ran"
+
+
+def mark_app_ran() -> None:
+    st.session_state[APP_MARK] = True
+
+
+def require_app() -> None:
+    """Run pages only under app.py's st.navigation.
+
+    Streamlit still supports the old pages/ directory mode, and uses it for the very first
+    request of a server process when that request names a page (a bookmarked URL after a
+    restart): the page would run alone, without the sidebar. Sending the browser to the main
+    script once switches the process to st.navigation for good.
+    """
+    if not st.session_state.get(APP_MARK):
+        st.switch_page("app.py")
+
+
 @st.cache_resource
 def cluster_service() -> ClusterService:
     return ClusterService()

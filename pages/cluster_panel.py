@@ -62,14 +62,15 @@ def _status(service: ClusterService) -> None:
 
     if cluster.supports_broker_faults:
         node_id = st.selectbox("Node", cluster.node_ids, key="fault_node")
-        cols = st.columns(4)
-        for col, action in zip(cols, ("kill", "pause", "resume", "restart"), strict=True):
-            if col.button(action, key=f"node_{action}", use_container_width=True):
-                try:
-                    with st.spinner(f"{action} node {node_id}…"):
-                        service.node_action(action, node_id)
-                except Exception as exc:
-                    show_error(exc)
+        actions = ("kill", "pause", "resume", "restart")
+        for row in (actions[:2], actions[2:]):
+            for col, action in zip(st.columns(2), row, strict=True):
+                if col.button(action, key=f"node_{action}", use_container_width=True):
+                    try:
+                        with st.spinner(f"{action} node {node_id}…"):
+                            service.node_action(action, node_id)
+                    except Exception as exc:
+                        show_error(exc)
     if st.button("Stop cluster", type="secondary"):
         service.stop()
         st.rerun()

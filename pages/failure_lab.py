@@ -10,7 +10,9 @@ from engine.levels import LEVELS
 from engine.runner import run_scenario
 from engine.scenario import ScenarioError, list_scenarios, load_scenario
 from pages._run_view import render_run
-from pages._shared import cluster_service, show_error
+from pages._shared import cluster_service, require_app, show_error
+
+require_app()
 
 BROKER_FAULTS = {"kill-leader", "pause-followers", "resume-nodes", "restart-nodes"}
 
@@ -20,7 +22,14 @@ if not scenarios:
     st.error("No scenario files were found in scenarios/.")
     st.stop()
 
-name = st.selectbox("Scenario", list(scenarios), format_func=lambda n: n, key="lab_scenario")
+names = list(scenarios)
+# The lost ack is the first lesson: the simplest failure, and it splits the three levels.
+name = st.selectbox(
+    "Scenario",
+    names,
+    index=names.index("ack-loss") if "ack-loss" in names else 0,
+    key="lab_scenario",
+)
 try:
     scenario = load_scenario(scenarios[name])
 except ScenarioError as exc:

@@ -7,6 +7,9 @@ import json
 import streamlit as st
 
 from engine.levels import CORE_LEVELS, LEVELS
+from pages._shared import require_app
+
+require_app()
 
 st.title("Kafka failure lab")
 st.markdown(

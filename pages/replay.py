@@ -9,7 +9,9 @@ import streamlit as st
 from engine import record
 from engine.errors import LabError
 from pages._run_view import render_run
-from pages._shared import show_error
+from pages._shared import require_app, show_error
+
+require_app()
 
 st.title("Replay")
 st.caption("Every run is recorded under runs/. Replaying one needs no Kafka, no Java, no Docker.")

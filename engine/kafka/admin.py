@@ -14,6 +14,10 @@ from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
 
 log = logging.getLogger("engine.kafka")
+# A node down on purpose makes librdkafka log connection failures; keep them out of sight
+# unless the user asks (LAB_LOG_LEVEL=INFO on the command line).
+log.addHandler(logging.NullHandler())
+log.setLevel(logging.ERROR)
 
 
 def admin_client(bootstrap: str, **extra: object) -> AdminClient:

@@ -57,7 +57,8 @@ def test_failure_lab_runs_a_scenario_and_shows_the_levels(monkeypatch, cluster1)
     monkeypatch.setenv("LAB_AUTOSTART", "1")
     register_current(cluster1)
     try:
-        at = AppTest.from_file(APP, default_timeout=120)
+        # Run app.py first, as a browser's first visit would: it sets up st.navigation.
+        at = AppTest.from_file(APP, default_timeout=120).run()
         at.switch_page("pages/failure_lab.py").run()
         assert not at.exception
         at.selectbox(key="lab_scenario").set_value("ack-loss").run()
@@ -74,7 +75,7 @@ def test_failure_lab_runs_a_scenario_and_shows_the_levels(monkeypatch, cluster1)
 
     # Replay shows the same run from disk, with no cluster at all.
     monkeypatch.setenv("LAB_AUTOSTART", "0")
-    replay = AppTest.from_file(APP, default_timeout=30)
+    replay = AppTest.from_file(APP, default_timeout=30).run()
     replay.switch_page("pages/replay.py").run()
     assert not replay.exception
     chosen = replay.selectbox(key="replay_run")
@@ -85,7 +86,7 @@ def test_failure_lab_runs_a_scenario_and_shows_the_levels(monkeypatch, cluster1)
 def test_replay_without_runs_says_how_to_make_one(monkeypatch, tmp_path):
     monkeypatch.setenv("LAB_AUTOSTART", "0")
     monkeypatch.setenv("LAB_RUNS_DIR", str(tmp_path))
-    at = AppTest.from_file(APP, default_timeout=30)
+    at = AppTest.from_file(APP, default_timeout=30).run()
     at.switch_page("pages/replay.py").run()
     assert not at.exception
     assert any("No recorded runs yet" in i.value for i in at.info)

@@ -1,0 +1,135 @@
+"""End to end in a real headless Chromium: the dashboard served by `streamlit run`.
+
+Opens every page, runs a scenario in the Failure lab on a real embedded cluster that the
+dashboard starts itself, sees the verdicts and a rendered chart, and finds no error box.
+Screenshots go to test-artifacts/ (the README shows some of them).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from engine import paths
+from engine.cluster.ports import free_ports, is_listening
+
+pytestmark = pytest.mark.kafka
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+ARTIFACTS = paths.REPO_ROOT / "test-artifacts"
+
+
+@pytest.fixture(scope="module")
+def dashboard(tmp_path_factory) -> Iterator[str]:
+    if CHROMIUM is None:
+        pytest.fail("Chromium is installed by `./lab test` (Debian package chromium)")
+    port = free_ports(1)[0]
+    state = tmp_path_factory.mktemp("dash")
+    env = {
+        **os.environ,
+        "LAB_STATE_DIR": str(state / "state"),
+        "LAB_RUNS_DIR": str(state / "runs"),
+        "LAB_AUTOSTART": "1",
+    }
+    server = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "streamlit",
+            "run",
+            "app.py",
+            "--server.headless",
+            "true",
+            "--server.address",
+            "127.0.0.1",
+            "--server.port",
+            str(port),
+            "--browser.gatherUsageStats",
+            "false",
+        ],
+        cwd=paths.REPO_ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    deadline = time.monotonic() + 60
+    while not is_listening(port) and time.monotonic() < deadline:
+        time.sleep(0.3)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.terminate()
+        server.wait(30)
+        # The dashboard's cluster ends with it (watchdog); give it the promised 10 s.
+        time.sleep(2)
+
+
+@pytest.fixture(scope="module")
+def page(dashboard) -> Iterator:
+    from playwright.sync_api import sync_playwright
+
+    ARTIFACTS.mkdir(exist_ok=True)
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(
+            executable_path=CHROMIUM,
+            args=[
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-quic",
+                "--no-first-run",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+            ],
+        )
+        tab = browser.new_page(viewport={"width": 1500, "height": 2600})
+        tab.set_default_timeout(120_000)
+        yield tab
+        browser.close()
+
+
+def no_error_box(tab) -> None:
+    assert tab.locator("[data-testid='stException']").count() == 0
+    errors = tab.locator("[data-testid='stAlertContentError']")
+    assert errors.count() == 0, errors.all_inner_texts()
+
+
+def test_home_shows_the_levels_and_the_cluster_comes_up(page, dashboard):
+    page.goto(dashboard)
+    page.get_by_role("heading", name="Kafka failure lab").wait_for()
+    # The dashboard starts the embedded cluster by itself and says so in the sidebar.
+    page.get_by_text("node 1: running").wait_for(timeout=180_000)
+    for title in ("At most once", "At least once", "Exactly once"):
+        assert page.get_by_role("heading", name=title).count() == 1
+    no_error_box(page)
+    page.screenshot(path=str(ARTIFACTS / "home.png"), full_page=True)
+
+
+def test_failure_lab_runs_ack_loss_and_shows_verdicts(page, dashboard):
+    page.goto(f"{dashboard}/failure_lab")
+    page.get_by_role("heading", name="Failure lab").wait_for()
+    page.get_by_text("node 1: running").wait_for(timeout=180_000)
+    page.get_by_role("button", name="▶ Run").click()
+    page.get_by_text("Done: run").wait_for(timeout=180_000)
+    page.locator("[data-testid='stDataFrame']").first.wait_for()
+    page.locator(".js-plotly-plot").first.wait_for()
+    metrics = page.locator("[data-testid='stMetric']").all_inner_texts()
+    assert any("Duplicates" in m and "1" in m.split("Duplicates")[-1] for m in metrics)
+    no_error_box(page)
+    page.screenshot(path=str(ARTIFACTS / "failure-lab.png"), full_page=True)
+
+
+def test_replay_shows_the_recorded_run(page, dashboard):
+    page.goto(f"{dashboard}/replay")
+    page.get_by_role("heading", name="Replay").wait_for()
+    page.locator("[data-testid='stMetric']").first.wait_for()
+    page.locator(".js-plotly-plot").first.wait_for()
+    no_error_box(page)
+    page.screenshot(path=str(ARTIFACTS / "replay.png"), full_page=True)
