@@ -99,8 +99,8 @@ IDEMPOTENCY_KEY = Level(
     ),
     producer=AT_LEAST_ONCE.producer,
     consumer={"enable.auto.commit": False, "isolation.level": "read_uncommitted"},
-    commit="after processing, with the id recorded in the same database transaction",
-    extra={"dedup store": "SQLite (PostgreSQL under docker-compose)"},
+    commit="after processing; the sink applies each id once, keyed in SQLite",
+    extra={"dedup store": "SQLite, one row per message id (INSERT ... ON CONFLICT DO NOTHING)"},
 )
 
 LEVELS: dict[str, Level] = {

@@ -55,6 +55,12 @@ def render_run(run: dict[str, Any]) -> None:
                 extra.append(f"🛡️ **{result['fenced']}** write(s) fenced")
             if result.get("aborted_visible"):
                 extra.append(f"👻 **{result['aborted_visible']}** aborted record(s) visible")
+            if "effects" in result:
+                extra.append(
+                    f"🗝️ **{result['effects']}** effect(s) applied in the database; "
+                    f"**{result['duplicates_absorbed']}** duplicate delivery(ies) absorbed by "
+                    "the idempotency key"
+                )
             for line in extra:
                 st.markdown(line)
             lat = result["latency_ms"]

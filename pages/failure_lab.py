@@ -40,7 +40,7 @@ st.subheader(scenario.title)
 st.markdown(scenario.story)
 levels = st.multiselect(
     "Levels",
-    [lv for lv in LEVELS if lv != "idempotency-key"],
+    list(LEVELS),
     default=scenario.levels,
     key=f"lab_levels_{name}",
 )

@@ -176,6 +176,14 @@ def _signal_group(pid: int, sig: int) -> None:
             target()
 
 
+def _wait_for_state(pid: int | None, *, paused: bool, timeout: float = 5.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and pid_alive(pid):
+        if pid_paused(pid, paused) == paused:
+            return
+        time.sleep(0.02)
+
+
 def _wait_gone(pid: int, timeout: float) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -558,12 +566,15 @@ class EmbeddedCluster(Cluster):
         _signal_group(node.pid, signal.SIGSTOP)  # type: ignore[arg-type]
         node.paused = True
         self._save()
+        # Signals are delivered asynchronously; report "paused" only once the kernel says so.
+        _wait_for_state(node.pid, paused=True)
 
     def resume_node(self, node_id: int) -> None:
         node = self._require_alive(node_id)
         _signal_group(node.pid, signal.SIGCONT)  # type: ignore[arg-type]
         node.paused = False
         self._save()
+        _wait_for_state(node.pid, paused=False)
 
     def restart_node(self, node_id: int, timeout: float = 60.0) -> None:
         """Start a node again on its old data and ports (killing it first if it runs)."""

@@ -3,10 +3,16 @@
 It reads every partition of its topic from the beginning and writes a `consumed` event with
 the message id, partition, offset and the moment it was read, until it is told to stop.
 End-to-end latency is that moment minus the message's `created_at`.
+
+With `dedup_db` (the idempotency-key level) it also applies each message's effect to a real
+database keyed by message id: an INSERT that a primary key turns into a no-op for an id
+already applied. Events `effect_applied` and `effect_skipped` record which it was.
 """
 
 from __future__ import annotations
 
+import sqlite3
+import time
 from typing import Any
 
 from confluent_kafka import Consumer, TopicPartition
@@ -30,7 +36,8 @@ def run(spec: dict[str, Any]) -> int:
         }
     )
     consumer.assign([TopicPartition(spec["topic"], p, 0) for p in range(spec["partitions"])])
-    history.write("start", isolation=spec["isolation"])
+    store = EffectStore(spec["dedup_db"]) if spec.get("dedup_db") else None
+    history.write("start", isolation=spec["isolation"], dedup_db=spec.get("dedup_db"))
     try:
         while not stop.stopped:
             msg = consumer.poll(0.2)
@@ -44,10 +51,36 @@ def run(spec: dict[str, Any]) -> int:
                 partition=msg.partition(),
                 offset=msg.offset(),
             )
+            if store is not None and value is not None:
+                applied = store.apply(value["id"], msg.partition(), msg.offset())
+                history.write("effect_applied" if applied else "effect_skipped", id=value["id"])
         history.write("done")
         return 0
     finally:
         consumer.close()
+
+
+class EffectStore:
+    """The consumer-side idempotency key: one row per message id, in SQLite.
+
+    The check and the effect are one statement in one database transaction, so a message
+    delivered twice is applied once however the consumer interleaves with a crash.
+    """
+
+    def __init__(self, path: str) -> None:
+        self.db = sqlite3.connect(path, isolation_level=None)
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute(
+            "CREATE TABLE IF NOT EXISTS effects (id INTEGER PRIMARY KEY, partition INTEGER, "
+            "offset INTEGER, applied_at REAL)"
+        )
+
+    def apply(self, message_id: int, partition: int, offset: int) -> bool:
+        cursor = self.db.execute(
+            "INSERT INTO effects VALUES (?, ?, ?, ?) ON CONFLICT(id) DO NOTHING",
+            (message_id, partition, offset, time.time()),
+        )
+        return cursor.rowcount == 1
 
 
 if __name__ == "__main__":
