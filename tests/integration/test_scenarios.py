@@ -8,7 +8,6 @@ level, so the numbers do not rest on the lab's own reader.
 from __future__ import annotations
 
 import json
-import subprocess
 from collections import Counter
 
 import pytest
@@ -16,6 +15,7 @@ import pytest
 from engine import record
 from engine.runner import run_scenario
 from engine.scenario import list_scenarios, load_scenario
+from tests.kafkatools import kcat_values
 
 pytestmark = pytest.mark.kafka
 
@@ -32,29 +32,7 @@ def meets(value: int, expectation: str) -> bool:
 
 
 def kcat_ids(bootstrap: str, topic: str, isolation: str) -> list[int]:
-    out = subprocess.run(
-        [
-            "kcat",
-            "-C",
-            "-b",
-            bootstrap,
-            "-t",
-            topic,
-            "-o",
-            "beginning",
-            "-e",
-            "-q",
-            "-X",
-            f"isolation.level={isolation}",
-            "-f",
-            "%s\\n",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-    ).stdout
-    return [json.loads(line)["id"] for line in out.splitlines() if line.strip()]
+    return [json.loads(v)["id"] for v in kcat_values(bootstrap, topic, isolation=isolation)]
 
 
 @pytest.mark.parametrize("name", sorted(SCENARIOS))
