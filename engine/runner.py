@@ -14,6 +14,7 @@ One level's run:
 from __future__ import annotations
 
 import json
+import os
 import secrets
 import time
 from collections.abc import Callable
@@ -199,10 +200,8 @@ class LevelRun:
                 "topic": self.judged_topic,
                 "partitions": workload.partitions,
                 "isolation": self.isolation,
-                # The idempotency-key level's sink applies each id once, keyed in SQLite.
-                "dedup_db": str(self.folder / "effects.sqlite")
-                if self.level.name == "idempotency-key"
-                else None,
+                # The idempotency-key level's sink applies each id once, keyed in a database.
+                "dedup_store": self.dedup_store(),
             },
         )
         if sc.pipeline == "processor":
@@ -342,17 +341,42 @@ class LevelRun:
         )
         return {**self._result(counts, faults), **effects}
 
+    def dedup_store(self) -> dict[str, Any] | None:
+        """SQLite in the run folder, or the PostgreSQL that LAB_DEDUP_DSN names."""
+        if self.level.name != "idempotency-key":
+            return None
+        if dsn := os.environ.get("LAB_DEDUP_DSN"):
+            return {"kind": "postgres", "dsn": dsn}
+        return {"kind": "sqlite", "path": str(self.folder / "effects.sqlite")}
+
     def _effects(self, history: list[dict[str, Any]]) -> dict[str, Any]:
         """For the idempotency-key level: what reached the database, read from the database."""
-        db = self.folder / "effects.sqlite"
-        if self.level.name != "idempotency-key" or not db.exists():
+        store = self.dedup_store()
+        if store is None:
             return {}
-        import sqlite3
+        query = "SELECT COUNT(*), COUNT(DISTINCT id) FROM {table}"
+        if store["kind"] == "postgres":
+            import psycopg
 
-        with sqlite3.connect(db) as conn:
-            rows = conn.execute("SELECT COUNT(*), COUNT(DISTINCT id) FROM effects").fetchone()
+            with psycopg.connect(store["dsn"]) as conn:
+                rows = conn.execute(
+                    query.format(table="lab_effects") + " WHERE run_id = %s AND level = %s",
+                    (self.run_id, self.level.name),
+                ).fetchone()
+        else:
+            import sqlite3
+
+            if not Path(store["path"]).exists():
+                return {}
+            with sqlite3.connect(store["path"]) as conn:
+                rows = conn.execute(query.format(table="effects")).fetchone()
         skipped = sum(1 for e in history if e["ev"] == "effect_skipped")
-        return {"effects": rows[0], "effect_ids": rows[1], "duplicates_absorbed": skipped}
+        return {
+            "effects": rows[0],
+            "effect_ids": rows[1],
+            "duplicates_absorbed": skipped,
+            "effect_store": store["kind"],
+        }
 
     def _wait_for_sink(self, expected: int, timeout: float = 15.0) -> None:
         sink = next(p for p in self.processes if p.base == "sink")

@@ -4,9 +4,10 @@ It reads every partition of its topic from the beginning and writes a `consumed`
 the message id, partition, offset and the moment it was read, until it is told to stop.
 End-to-end latency is that moment minus the message's `created_at`.
 
-With `dedup_db` (the idempotency-key level) it also applies each message's effect to a real
-database keyed by message id: an INSERT that a primary key turns into a no-op for an id
-already applied. Events `effect_applied` and `effect_skipped` record which it was.
+With `dedup_store` (the idempotency-key level) it also applies each message's effect to a
+real database (SQLite, or PostgreSQL under docker-compose) keyed by message id: an INSERT
+that the primary key turns into a no-op for an id already applied. Events `effect_applied`
+and `effect_skipped` record which it was.
 """
 
 from __future__ import annotations
@@ -36,8 +37,9 @@ def run(spec: dict[str, Any]) -> int:
         }
     )
     consumer.assign([TopicPartition(spec["topic"], p, 0) for p in range(spec["partitions"])])
-    store = EffectStore(spec["dedup_db"]) if spec.get("dedup_db") else None
-    history.write("start", isolation=spec["isolation"], dedup_db=spec.get("dedup_db"))
+    store = open_effect_store(spec)
+    kind = (spec.get("dedup_store") or {}).get("kind")
+    history.write("start", isolation=spec["isolation"], dedup_store=kind)
     try:
         while not stop.stopped:
             msg = consumer.poll(0.2)
@@ -60,7 +62,7 @@ def run(spec: dict[str, Any]) -> int:
         consumer.close()
 
 
-class EffectStore:
+class SqliteEffectStore:
     """The consumer-side idempotency key: one row per message id, in SQLite.
 
     The check and the effect are one statement in one database transaction, so a message
@@ -81,6 +83,41 @@ class EffectStore:
             (message_id, partition, offset, time.time()),
         )
         return cursor.rowcount == 1
+
+
+class PostgresEffectStore:
+    """The same idempotency key in PostgreSQL (the docker-compose setup), keyed per run."""
+
+    def __init__(self, dsn: str, run_id: str, level: str) -> None:
+        import psycopg
+
+        self.db = psycopg.connect(dsn, autocommit=True)
+        self.key = (run_id, level)
+        self.db.execute(POSTGRES_SCHEMA)
+
+    def apply(self, message_id: int, partition: int, offset: int) -> bool:
+        cursor = self.db.execute(
+            "INSERT INTO lab_effects VALUES (%s, %s, %s, %s, %s, %s) "
+            "ON CONFLICT (run_id, level, id) DO NOTHING",
+            (*self.key, message_id, partition, offset, time.time()),
+        )
+        return cursor.rowcount == 1
+
+
+POSTGRES_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS lab_effects (run_id TEXT, level TEXT, id BIGINT, "
+    'partition INT, "offset" BIGINT, applied_at DOUBLE PRECISION, '
+    "PRIMARY KEY (run_id, level, id))"
+)
+
+
+def open_effect_store(spec: dict[str, Any]) -> SqliteEffectStore | PostgresEffectStore | None:
+    store = spec.get("dedup_store")
+    if not store:
+        return None
+    if store["kind"] == "postgres":
+        return PostgresEffectStore(store["dsn"], spec["run_id"], spec["level"])
+    return SqliteEffectStore(store["path"])
 
 
 if __name__ == "__main__":

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 
-from engine.roles.sink import EffectStore
+from engine.roles.sink import SqliteEffectStore as EffectStore
 
 
 def test_an_id_is_applied_once_however_often_it_is_delivered(tmp_path):
