@@ -29,7 +29,7 @@ class Workload(_Strict):
     messages: Annotated[int, Field(gt=0, le=1_000_000)] = 20
     partitions: Annotated[int, Field(gt=0, le=64)] = 1
     rate: Annotated[float, Field(ge=0)] = 0.0  # messages per second; 0 = as fast as possible
-    batch: bool = False  # True: send everything, then flush (one request carries many messages)
+    batch: bool = False  # True: send everything, then flush (one request carries them all)
     processing_ms: Annotated[float, Field(ge=0, le=10_000)] = (
         0.0  # the processor's work per message
     )

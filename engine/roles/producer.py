@@ -32,7 +32,9 @@ def run(spec: dict[str, Any]) -> int:
     conf = {
         "bootstrap.servers": spec["bootstrap"],
         "client.id": spec["client_id"],
-        "linger.ms": 50 if spec.get("batch") else 0,
+        # Batch mode: hold messages until the final flush (which sends at once), so that a
+        # slow moment on a busy machine cannot split "the batch" into two requests.
+        "linger.ms": 5000 if spec.get("batch") else 0,
         "logger": client_logger(),
         **spec["config"],
     }
