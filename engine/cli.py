@@ -32,6 +32,18 @@ def cmd_setup(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_preflight(args: argparse.Namespace) -> int:
+    """What `./lab dashboard` checks before starting Streamlit: Java, the jars, the port."""
+    from engine.cluster import jars
+    from engine.cluster.ports import require_free
+
+    jars.find_java()
+    jars.ensure_kafka_jars()
+    if args.port:
+        require_free(args.port, "the dashboard", host=args.address)
+    return 0
+
+
 def cmd_cluster_up(args: argparse.Namespace) -> int:
     from engine.cluster import current_cluster, make_cluster, start_cluster
 
@@ -177,12 +189,34 @@ def cmd_runs(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_show(args: argparse.Namespace) -> int:
+    from engine import record
+
+    run = record.load_run(args.run_id)
+    output = {
+        "run_id": run["meta"]["run_id"],
+        "scenario": run["meta"]["scenario"],
+        "status": run["meta"].get("status"),
+        "results": run["result"]["results"],
+    }
+    if args.json:
+        _print_json(output)
+    else:
+        _print_results(output)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m engine", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
 
     setup = sub.add_parser("setup", help="check Java and fetch the pinned Kafka jars")
     setup.set_defaults(func=cmd_setup)
+
+    preflight = sub.add_parser("preflight", help="check Java, the jars and a port")
+    preflight.add_argument("--port", type=int)
+    preflight.add_argument("--address", default="127.0.0.1")
+    preflight.set_defaults(func=cmd_preflight)
 
     cluster = sub.add_parser("cluster", help="start, inspect, hurt and stop the Kafka cluster")
     csub = cluster.add_subparsers(dest="action", required=True)
@@ -221,6 +255,10 @@ def build_parser() -> argparse.ArgumentParser:
     runs = sub.add_parser("runs", help="list recorded runs")
     runs.add_argument("--json", action="store_true")
     runs.set_defaults(func=cmd_runs)
+    show = sub.add_parser("show", help="print a recorded run's results (no cluster needed)")
+    show.add_argument("run_id")
+    show.add_argument("--json", action="store_true")
+    show.set_defaults(func=cmd_show)
     return parser
 
 
