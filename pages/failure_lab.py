@@ -7,14 +7,12 @@ import streamlit as st
 from engine import record
 from engine.errors import LabError
 from engine.levels import LEVELS
-from engine.runner import run_scenario
 from engine.scenario import ScenarioError, list_scenarios, load_scenario
+from pages._run_control import run_live
 from pages._run_view import render_run
 from pages._shared import cluster_service, require_app, show_error
 
 require_app()
-
-BROKER_FAULTS = {"kill-leader", "pause-followers", "resume-nodes", "restart-nodes"}
 
 st.title("Failure lab")
 scenarios = list_scenarios()
@@ -65,32 +63,9 @@ ready = service.state == "ready" and service.cluster is not None
 if not ready:
     st.info("The cluster is not ready yet; its progress shows in the sidebar.")
 if st.button("▶ Run", type="primary", disabled=not ready or not levels):
-    cluster = service.cluster
-    try:
-        if len(cluster.node_ids) < scenario.nodes:
-            raise LabError(
-                f"This scenario needs a {scenario.nodes}-node cluster; the running one has "
-                f"{len(cluster.node_ids)}. Stop it in the sidebar and start one with "
-                f"{scenario.nodes} nodes."
-            )
-        with st.status(f"Running {scenario.name}…", expanded=True) as status:
-            bar = st.progress(0.0)
-            line = st.empty()
-
-            def progress(what: str, fraction: float) -> None:
-                bar.progress(min(1.0, fraction))
-                line.write(what)
-
-            if BROKER_FAULTS & {f.kind for f in scenario.faults}:
-                # Killing brokers affects everyone: one such run at a time, announced to all.
-                with service.exclusive(f"{scenario.name} is killing and pausing brokers"):
-                    output = run_scenario(scenario, cluster, levels=levels, progress=progress)
-            else:
-                output = run_scenario(scenario, cluster, levels=levels, progress=progress)
-            status.update(label=f"Done: run {output['run_id']}", state="complete")
+    output = run_live(service, scenario, levels)
+    if output is not None:
         st.session_state["lab_run_id"] = output["run_id"]
-    except Exception as exc:
-        show_error(exc)
 
 run_id = st.session_state.get("lab_run_id")
 if run_id:

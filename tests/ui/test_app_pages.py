@@ -90,3 +90,34 @@ def test_replay_without_runs_says_how_to_make_one(monkeypatch, tmp_path):
     at.switch_page("pages/replay.py").run()
     assert not at.exception
     assert any("No recorded runs yet" in i.value for i in at.info)
+
+
+def test_every_lesson_file_validates():
+    from engine.lesson import list_lessons, load_lesson
+
+    lessons = list_lessons()
+    assert lessons
+    for path in lessons.values():
+        lesson = load_lesson(path)
+        assert sum(step.minutes for step in lesson.steps) <= lesson.minutes
+
+
+@pytest.mark.kafka
+def test_lesson_mode_predict_run_explain(monkeypatch, cluster1):
+    monkeypatch.setenv("LAB_AUTOSTART", "1")
+    register_current(cluster1)
+    try:
+        at = AppTest.from_file(APP, default_timeout=120).run()
+        at.switch_page("pages/lesson.py").run()
+        assert not at.exception
+        at.radio[0].set_value("two").run()  # the room predicts two copies of message 2
+        next(b for b in at.button if b.label == "Lock in the prediction").click().run()
+        next(b for b in at.button if b.label == "▶ Run the scenario").click().run()
+        assert not at.exception
+        assert not at.error, [e.value for e in at.error]
+        texts = "\n".join(m.value for m in at.markdown)
+        assert "The room was right." in texts
+        assert not at.warning, "the run confirmed the expected outcome"
+        assert ("Duplicates", "1") in {(m.label, m.value) for m in at.metric}
+    finally:
+        (paths.state_dir() / "current.json").unlink(missing_ok=True)

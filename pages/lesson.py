@@ -1,0 +1,112 @@
+"""Lesson mode: a guided class. For each step the room predicts, the lab runs, then explains.
+
+The type is large enough for a projector. The lesson itself is a file in lessons/, so a
+teacher can reorder the steps or rewrite the questions without touching code.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from engine import record
+from engine.errors import LabError
+from engine.lesson import list_lessons, load_lesson
+from engine.scenario import list_scenarios, load_scenario
+from pages._run_control import run_live
+from pages._run_view import render_run
+from pages._shared import cluster_service, require_app, show_error
+
+require_app()
+
+# Projector-sized type for this page only.
+st.markdown(
+    "<style>.stMainBlockContainer p, .stMainBlockContainer li, .stMainBlockContainer label "
+    "{font-size: 1.35rem !important; line-height: 1.5;} "
+    "[data-testid='stMetricValue'] {font-size: 3rem !important;}</style>",
+    unsafe_allow_html=True,
+)
+
+lessons = list_lessons()
+if not lessons:
+    st.error("No lesson files were found in lessons/.")
+    st.stop()
+lesson_name = st.selectbox("Lesson", list(lessons), key="lesson_name")
+try:
+    lesson = load_lesson(lessons[lesson_name])
+except LabError as exc:
+    show_error(exc)
+    st.stop()
+
+index = st.session_state.setdefault("lesson_step", 0)
+index = min(index, len(lesson.steps) - 1)
+step = lesson.steps[index]
+scenario = load_scenario(list_scenarios()[step.scenario])
+
+st.title(lesson.title)
+st.progress(
+    (index + 1) / len(lesson.steps),
+    text=f"Step {index + 1} of {len(lesson.steps)} · "
+    f"about {step.minutes} min · {lesson.minutes} min in all",
+)
+st.header(scenario.title)
+
+state_key = f"lesson-{lesson_name}-{index}"
+phase = st.session_state.setdefault(f"{state_key}-phase", "predict")
+
+st.subheader("1 · Predict")
+st.markdown(step.question)
+prediction = st.radio(
+    "The room's prediction",
+    step.options,
+    index=None,
+    key=f"{state_key}-vote",
+    disabled=phase != "predict",
+    horizontal=True,
+)
+if phase == "predict" and st.button("Lock in the prediction", disabled=prediction is None):
+    st.session_state[f"{state_key}-phase"] = "run"
+    st.rerun()
+
+if phase in ("run", "explain"):
+    st.subheader("2 · Run it, for real")
+    st.caption(scenario.story)
+    service = cluster_service()
+    if phase == "run" and st.button("▶ Run the scenario", type="primary"):
+        output = run_live(service, scenario, scenario.levels)
+        if output is not None:
+            st.session_state[f"{state_key}-run"] = output["run_id"]
+            st.session_state[f"{state_key}-phase"] = "explain"
+            st.rerun()
+
+if phase == "explain":
+    run_id = st.session_state[f"{state_key}-run"]
+    try:
+        run = record.load_run(run_id)
+    except LabError as exc:
+        show_error(exc)
+        st.stop()
+    st.subheader("3 · Explain")
+    confirmed = step.check.holds(run["result"]["results"])
+    guessed = st.session_state.get(f"{state_key}-vote")
+    verdict = (
+        "✅ The room was right."
+        if guessed == step.answer
+        else (f"❌ The room said “{guessed}”; the answer is “{step.answer}”.")
+    )
+    st.markdown(f"**{verdict}**")
+    if confirmed is False:
+        st.warning(
+            f"This run did not show the usual outcome ({step.check.field} = "
+            f"{step.check.equals} at {step.check.level}). Timing on a busy machine can do that; "
+            "the counts below are what Kafka really holds. Run the step again to compare."
+        )
+    st.markdown(step.explain)
+    render_run(run)
+
+left, right = st.columns(2)
+if left.button("← Previous step", disabled=index == 0):
+    st.session_state["lesson_step"] = index - 1
+    st.rerun()
+if right.button("Next step →", disabled=index == len(lesson.steps) - 1):
+    st.session_state["lesson_step"] = index + 1
+    st.rerun()
