@@ -259,6 +259,11 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("run_id")
     show.add_argument("--json", action="store_true")
     show.set_defaults(func=cmd_show)
+
+    # The partition log views: compaction before/after and the broker's own record batches.
+    from engine.logs_cli import add_commands as add_log_commands
+
+    add_log_commands(sub)
     return parser
 
 

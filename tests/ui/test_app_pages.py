@@ -121,3 +121,11 @@ def test_lesson_mode_predict_run_explain(monkeypatch, cluster1):
         assert ("Duplicates", "1") in {(m.label, m.value) for m in at.metric}
     finally:
         (paths.state_dir() / "current.json").unlink(missing_ok=True)
+
+
+def test_log_views_page_opens_through_the_app_without_a_cluster(monkeypatch):
+    monkeypatch.setenv("LAB_AUTOSTART", "0")
+    at = AppTest.from_file(APP, default_timeout=30).run()
+    at.switch_page("pages/log_views.py").run()
+    assert not at.exception
+    assert not at.error, [e.value for e in at.error]
