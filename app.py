@@ -14,6 +14,7 @@ navigation = st.navigation(
     [
         st.Page("pages/home.py", title="Guarantees", icon="🛡️", default=True),
         st.Page("pages/failure_lab.py", title="Failure lab", icon="💥"),
+        st.Page("pages/zombie.py", title="Zombie fencing", icon="🧟"),
         st.Page("pages/log_views.py", title="Log views", icon="📜"),
         st.Page("pages/lesson.py", title="Lesson", icon="🎓"),
         st.Page("pages/replay.py", title="Replay", icon="⏪"),

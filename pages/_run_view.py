@@ -77,7 +77,7 @@ def render_run(run: dict[str, Any]) -> None:
     data = run["levels"].get(level)
     if not data:
         return
-    st.plotly_chart(timeline_figure(data["history"], results[level]), use_container_width=True)
+    st.plotly_chart(timeline_figure(data["history"], results[level]), width="stretch")
     verdicts = pd.DataFrame(data["verdicts"])
     if verdicts.empty:
         return
@@ -100,7 +100,7 @@ def render_run(run: dict[str, Any]) -> None:
             ]
         ],
         hide_index=True,
-        use_container_width=True,
+        width="stretch",
     )
 
 

@@ -65,7 +65,7 @@ def _status(service: ClusterService) -> None:
         actions = ("kill", "pause", "resume", "restart")
         for row in (actions[:2], actions[2:]):
             for col, action in zip(st.columns(2), row, strict=True):
-                if col.button(action, key=f"node_{action}", use_container_width=True):
+                if col.button(action, key=f"node_{action}", width="stretch"):
                     try:
                         with st.spinner(f"{action} node {node_id}…"):
                             service.node_action(action, node_id)

@@ -129,3 +129,25 @@ def test_log_views_page_opens_through_the_app_without_a_cluster(monkeypatch):
     at.switch_page("pages/log_views.py").run()
     assert not at.exception
     assert not at.error, [e.value for e in at.error]
+
+
+@pytest.mark.kafka
+def test_zombie_page_shows_the_fencing_and_the_epoch_bump(monkeypatch, cluster1):
+    monkeypatch.setenv("LAB_AUTOSTART", "1")
+    register_current(cluster1)
+    try:
+        at = AppTest.from_file(APP, default_timeout=180).run()
+        at.switch_page("pages/zombie.py").run()
+        assert not at.exception
+        next(b for b in at.button if b.label.startswith("▶ Run the zombie")).click().run()
+        assert not at.exception
+        metrics = {m.label: m.value for m in at.metric}
+        assert metrics["Registrations"] == "2"
+        assert metrics["Rejected (fenced)"] == "1"
+        assert any("was rejected" in e.value for e in at.error)
+        batches = at.dataframe[0].value
+        ours = batches[batches["producer id"] >= 0]
+        assert ours["epoch"].nunique() >= 2, "the replacement bumped the epoch"
+        assert "zombie (first instance)" in set(batches["written by"])
+    finally:
+        (paths.state_dir() / "current.json").unlink(missing_ok=True)
