@@ -133,3 +133,15 @@ def test_replay_shows_the_recorded_run(page, dashboard):
     page.locator(".js-plotly-plot").first.wait_for()
     no_error_box(page)
     page.screenshot(path=str(ARTIFACTS / "replay.png"), full_page=True)
+
+
+@pytest.mark.parametrize(
+    ("path", "heading"),
+    [("zombie", "Zombie fencing"), ("log_views", "Log views"), ("lesson", "Delivery guarantees")],
+)
+def test_every_other_page_opens_without_an_error(page, dashboard, path, heading):
+    page.goto(f"{dashboard}/{path}")
+    page.get_by_role("heading", name=heading).first.wait_for()
+    page.get_by_text("node 1: running").wait_for(timeout=180_000)
+    no_error_box(page)
+    page.screenshot(path=str(ARTIFACTS / f"{path}.png"), full_page=True)
