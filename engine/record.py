@@ -169,8 +169,17 @@ def list_runs() -> list[dict[str, Any]]:
     return runs
 
 
-def prune_runs(keep: int) -> list[str]:
+def keep_runs_setting() -> int:
+    """How many recorded runs to keep (LAB_KEEP_RUNS, default 200); older ones are pruned."""
+    try:
+        return max(1, int(os.environ.get("LAB_KEEP_RUNS", "200")))
+    except ValueError:
+        return 200
+
+
+def prune_runs(keep: int | None = None) -> list[str]:
     """Delete all but the newest `keep` runs; returns the deleted ids."""
+    keep = keep_runs_setting() if keep is None else keep
     removed = []
     for meta in list_runs()[keep:]:
         shutil.rmtree(run_folder(meta["run_id"]), ignore_errors=True)

@@ -529,6 +529,7 @@ def run_scenario(
         raise
     output = {"run_id": run_id, "scenario": scenario.name, "results": results}
     record.finish_run(folder, status="complete", results=results)
+    record.prune_runs()  # keeps the disk use of runs/ bounded (LAB_KEEP_RUNS)
     return output
 
 
