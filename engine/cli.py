@@ -267,14 +267,10 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    level = os.environ.get("LAB_LOG_LEVEL")
-    logging.basicConfig(level=level or "WARNING")
-    if level:
-        logging.getLogger("engine.kafka").setLevel(level)
-    args = build_parser().parse_args(argv)
+def run_command(func: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:
+    """Run a command; every failure ends as one line on stderr and a non-zero exit code."""
     try:
-        return args.func(args)
+        return func(args)
     except LabError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return exc.exit_code
@@ -289,3 +285,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 1
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    level = os.environ.get("LAB_LOG_LEVEL")
+    logging.basicConfig(level=level or "WARNING")
+    if level:
+        logging.getLogger("engine.kafka").setLevel(level)
+    args = build_parser().parse_args(argv)
+    return run_command(args.func, args)

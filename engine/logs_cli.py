@@ -9,12 +9,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from collections.abc import Sequence
 
 from engine import logs
-from engine.errors import LabError
 
 
 def _print_json(data: object) -> None:
@@ -143,19 +141,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m engine.logs_cli")
     add_commands(parser.add_subparsers(dest="command", required=True))
     args = parser.parse_args(argv)
-    try:
-        return args.func(args)
-    except LabError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return exc.exit_code
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
-    except Exception as exc:
-        if os.environ.get("LAB_DEBUG"):
-            raise
-        print(f"error: unexpected {type(exc).__name__}: {exc}.", file=sys.stderr)
-        return 1
+    from engine.cli import run_command  # the CLI's own error handling, not a copy of it
+
+    return run_command(args.func, args)
 
 
 if __name__ == "__main__":

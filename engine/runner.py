@@ -380,9 +380,10 @@ class LevelRun:
 
     def _wait_for_sink(self, expected: int, timeout: float = 15.0) -> None:
         sink = next(p for p in self.processes if p.base == "sink")
+        tail, seen = Tail(sink.history), 0  # read only what the sink appended since last time
         deadline = time.time() + timeout
         while time.time() < deadline:
-            seen = sum(1 for e in merge([sink.history]) if e["ev"] == "consumed")
+            seen += sum(1 for e in tail.read_new() if e["ev"] == "consumed")
             if seen >= expected:
                 return
             time.sleep(0.1)
