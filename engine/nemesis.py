@@ -46,6 +46,10 @@ class Nemesis:
         self.paused_nodes: set[int] = set()
         self.killed_nodes: set[int] = set()
         self.armed_at: dict[int, float] = {}  # fault index -> when its trigger was met
+        # What this run set on the shared proxy, so heal() undoes only that: another run on
+        # the same cluster (a second dashboard session) may have rules of its own in force.
+        self.proxy_rules: list[int] = []
+        self.proxy_wide = False
 
     @property
     def done(self) -> bool:
@@ -97,6 +101,7 @@ class Nemesis:
                 drop=fault.drop,
                 client_id_prefix=prefix,
             )
+            self.proxy_rules.append(rule)
             self.record(
                 kind,
                 target=target,
@@ -107,9 +112,11 @@ class Nemesis:
                 rule_id=rule,
             )
         elif kind == "blackhole":
+            self.proxy_wide = True
             proxy.blackhole(fault.duration_s or 1.0, then=fault.then)
             self.record(kind, duration_s=fault.duration_s or 1.0, then=fault.then)
         elif kind == "latency":
+            self.proxy_wide = True
             proxy.set_latency(fault.ms or 0.0)
             self.record(kind, ms=fault.ms or 0.0)
         elif kind == "reset-connections":
@@ -179,7 +186,13 @@ class Nemesis:
         """Undo what is still in force, so the next level starts on a healthy cluster."""
         proxy = self.ctx.cluster.proxy_control()
         if proxy is not None:
-            proxy.clear()
+            for rule_id in self.proxy_rules:
+                proxy.remove_rule(rule_id)
+            self.proxy_rules.clear()
+            if self.proxy_wide:  # latency and blackholes apply to every connection
+                proxy.set_latency(0.0)
+                proxy.heal()
+                self.proxy_wide = False
         for _, action in self.timed_resumes:
             action()
         self.timed_resumes.clear()

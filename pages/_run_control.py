@@ -11,7 +11,11 @@ from engine.runner import run_scenario
 from engine.scenario import Scenario
 from pages._shared import ClusterService, show_error
 
+# Faults that reach beyond the run's own clients: brokers, and the proxy as a whole. A run
+# with any of them has the cluster alone; other runs (drops aimed at their own client ids,
+# crashes and pauses of their own processes, their own topics) share it.
 BROKER_FAULTS = {"kill-leader", "pause-followers", "resume-nodes", "restart-nodes"}
+PROXY_WIDE_FAULTS = {"blackhole", "latency", "reset-connections"}
 
 
 def run_live(
@@ -36,12 +40,17 @@ def run_live(
                 bar.progress(min(1.0, fraction))
                 line.write(what)
 
-            if BROKER_FAULTS & {f.kind for f in scenario.faults}:
-                # Killing brokers affects everyone: one such run at a time, announced to all.
-                with service.exclusive(f"{scenario.name} is killing and pausing brokers"):
+            kinds = {f.kind for f in scenario.faults}
+            if service.usage.busy:
+                line.write("Waiting for the cluster: " + service.latest_announcement())
+            if kinds & (BROKER_FAULTS | PROXY_WIDE_FAULTS):
+                # These faults hit every client on the cluster: one such run at a time, alone.
+                what = "brokers" if kinds & BROKER_FAULTS else "the whole network"
+                with service.exclusive(f"{scenario.name} is hurting {what}"):
                     output = run_scenario(scenario, cluster, levels=levels, progress=progress)
             else:
-                output = run_scenario(scenario, cluster, levels=levels, progress=progress)
+                with service.shared():
+                    output = run_scenario(scenario, cluster, levels=levels, progress=progress)
             status.update(label=f"Done: run {output['run_id']}", state="complete")
         return output
     except Exception as exc:

@@ -21,6 +21,56 @@ from engine.cluster import Cluster, current_cluster, forget_current, make_cluste
 from engine.errors import ClusterNotRunningError, LabError
 
 
+class SharedExclusiveLock:
+    """Many holders at once in shared mode, or one alone in exclusive mode.
+
+    Runs whose faults stay inside their own clients share the cluster; a run that kills or
+    pauses brokers, or slows or cuts the whole proxy, needs it alone, and so does a node
+    action from the sidebar. The standard library has no such lock and these few lines are
+    not worth a dependency. A waiting exclusive holder stops new shared ones from entering,
+    so it cannot be starved by a stream of ordinary runs.
+    """
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._shared = 0
+        self._exclusive = False
+        self._exclusive_waiting = 0
+
+    @property
+    def busy(self) -> bool:
+        with self._cond:
+            return self._exclusive or self._exclusive_waiting > 0
+
+    @contextmanager
+    def shared(self) -> Iterator[None]:
+        with self._cond:
+            self._cond.wait_for(lambda: not self._exclusive and not self._exclusive_waiting)
+            self._shared += 1
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._shared -= 1
+                self._cond.notify_all()
+
+    @contextmanager
+    def exclusive(self) -> Iterator[None]:
+        with self._cond:
+            self._exclusive_waiting += 1
+            try:
+                self._cond.wait_for(lambda: not self._exclusive and self._shared == 0)
+            finally:
+                self._exclusive_waiting -= 1
+            self._exclusive = True
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._exclusive = False
+                self._cond.notify_all()
+
+
 @dataclass
 class Announcement:
     at: float
@@ -31,7 +81,8 @@ class ClusterService:
     """The dashboard's one cluster: found, or started in the background, then shared."""
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()  # one cluster-level action at a time, across sessions
+        self._lock = threading.Lock()  # guards starting and stopping
+        self.usage = SharedExclusiveLock()  # runs share the cluster; broker faults take it alone
         self.cluster: Cluster | None = None
         self.state = "idle"  # idle | starting | ready | failed
         self.steps: list[str] = []
@@ -80,7 +131,7 @@ class ClusterService:
             self.state, self.error = "failed", f"The cluster could not start: {exc}"
 
     def stop(self) -> None:
-        with self._lock:
+        with self.usage.exclusive(), self._lock:
             if self.cluster is not None:
                 self.cluster.stop()
                 forget_current()
@@ -89,7 +140,7 @@ class ClusterService:
 
     def node_action(self, action: str, node_id: int) -> None:
         """Kill, pause, resume or restart a node; one at a time, announced to every session."""
-        with self._lock:
+        with self.usage.exclusive():
             if self.cluster is None:
                 raise ClusterNotRunningError("No cluster is running; start one first.")
             getattr(self.cluster, f"{action}_node")(node_id)
@@ -97,13 +148,25 @@ class ClusterService:
 
     @contextmanager
     def exclusive(self, why: str) -> Iterator[None]:
-        """Hold the cluster for a run that hurts brokers; other sessions see why."""
-        with self._lock:
-            self.announce(f"{why} (other cluster actions wait)")
+        """Hold the cluster alone for a run that hurts brokers or the whole proxy.
+
+        It waits for the runs in progress to finish; other sessions see why they wait.
+        """
+        with self.usage.exclusive():
+            self.announce(f"{why} (other runs and cluster actions wait)")
             try:
                 yield
             finally:
                 self.announce("the cluster is free again")
+
+    @contextmanager
+    def shared(self) -> Iterator[None]:
+        """Use the cluster alongside other sessions' runs (each run has its own topics)."""
+        with self.usage.shared():
+            yield
+
+    def latest_announcement(self) -> str:
+        return self.announcements[-1].text if self.announcements else "another run"
 
     def announce(self, text: str) -> None:
         self.announcements.append(Announcement(time.time(), text))

@@ -57,3 +57,60 @@ def test_a_run_that_hurts_brokers_holds_the_cluster_and_says_why():
     texts = [a.text for a in service.announcements]
     assert texts[0].startswith("broker-failover is killing and pausing brokers")
     assert "node 3: kill" in texts
+
+
+def hold(lock_cm, spans: list, name: str, seconds: float = 0.2) -> None:
+    with lock_cm:
+        began = time.monotonic()
+        time.sleep(seconds)
+        spans.append((name, began, time.monotonic()))
+
+
+def test_runs_share_the_cluster_but_a_broker_fault_run_waits_for_them_and_runs_alone():
+    service = ClusterService()
+    service.cluster, service.state = RecordingCluster(), "ready"
+    spans: list = []
+    first = [
+        threading.Thread(target=hold, args=(service.shared(), spans, f"run{i}")) for i in (1, 2)
+    ]
+    for thread in first:
+        thread.start()
+    time.sleep(0.05)
+    alone = threading.Thread(
+        target=hold, args=(service.exclusive("broker-failover is hurting brokers"), spans, "alone")
+    )
+    alone.start()
+    time.sleep(0.05)
+    # A run arriving while the broker-fault run waits queues behind it (no starvation).
+    late = threading.Thread(target=hold, args=(service.shared(), spans, "late"))
+    late.start()
+    for thread in [*first, alone, late]:
+        thread.join(5)
+        assert not thread.is_alive(), "no deadlock"
+    by_name = {name: (began, ended) for name, began, ended in spans}
+    assert by_name["run1"][0] < by_name["run2"][1] and by_name["run2"][0] < by_name["run1"][1]
+    assert by_name["alone"][0] >= max(by_name["run1"][1], by_name["run2"][1])
+    assert by_name["late"][0] >= by_name["alone"][1]
+
+
+def test_many_sessions_mixing_runs_and_node_actions_all_finish():
+    service = ClusterService()
+    service.cluster, service.state = RecordingCluster(), "ready"
+    spans: list = []
+    threads = []
+    for i in range(12):
+        if i % 4 == 0:
+            threads.append(threading.Thread(target=service.node_action, args=("kill", 1)))
+        else:
+            threads.append(
+                threading.Thread(target=hold, args=(service.shared(), spans, f"r{i}", 0.05))
+            )
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(10)
+        assert not thread.is_alive()
+    assert len(spans) == 9
+    kills = sorted(service.cluster.spans)
+    for began, ended in kills:  # no run overlapped a node action
+        assert all(e <= began or b >= ended for _n, b, e in spans)
