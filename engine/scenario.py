@@ -105,6 +105,21 @@ class Scenario(_Strict):
     expect: dict[str, dict[str, str]] = Field(default_factory=dict)
     timeout_s: Annotated[float, Field(gt=0, le=600)] = 60.0
 
+    def unmet_expectations(self, results: dict[str, dict[str, Any]]) -> list[str]:
+        """Where a run's results break this file's `expect` block, one line per broken promise.
+
+        An expectation is "3" (exactly), ">=1" (at least) or "<=2" (at most).
+        """
+        unmet = []
+        for level, expected in self.expect.items():
+            if level not in results:
+                continue
+            for field, expectation in expected.items():
+                value = results[level][field]
+                if not _meets(value, expectation):
+                    unmet.append(f"{level}: {field} = {value}, expected {expectation}")
+        return unmet
+
     @field_validator("name")
     @classmethod
     def _safe_name(cls, value: str) -> str:
@@ -181,3 +196,12 @@ def scenarios_dir() -> Path:
 
 def list_scenarios() -> dict[str, Path]:
     return {p.stem: p for p in sorted(scenarios_dir().glob("*.yaml"))}
+
+
+def _meets(value: int, expectation: str) -> bool:
+    expectation = expectation.strip()
+    if expectation.startswith(">="):
+        return value >= int(expectation[2:])
+    if expectation.startswith("<="):
+        return value <= int(expectation[2:])
+    return value == int(expectation)

@@ -67,3 +67,20 @@ def test_bad_scenarios_name_file_field_and_reason(text, message):
 def test_missing_file_is_named(tmp_path):
     with pytest.raises(ScenarioError, match="no such scenario file"):
         load_scenario(tmp_path / "nope.yaml")
+
+
+def test_unmet_expectations_names_each_broken_promise():
+    scenario = load_scenario(list_scenarios()["ack-loss"])
+    scenario = scenario.model_copy(
+        update={
+            "expect": {"at-least-once": {"duplicates": ">=1", "lost": "0", "delivered": "<=20"}}
+        }
+    )
+    good = {"at-least-once": {"duplicates": 1, "lost": 0, "delivered": 20}}
+    assert scenario.unmet_expectations(good) == []
+    bad = {"at-least-once": {"duplicates": 0, "lost": 2, "delivered": 21}}
+    assert scenario.unmet_expectations(bad) == [
+        "at-least-once: duplicates = 0, expected >=1",
+        "at-least-once: lost = 2, expected 0",
+        "at-least-once: delivered = 21, expected <=20",
+    ]
