@@ -1,5 +1,6 @@
-# The dashboard image: the repository, its Python dependencies, Streamlit, and the Docker CLI
-# with the compose plugin. No JRE: the brokers run in their own containers
+# The dashboard image: the repository, its Python dependencies, Streamlit, the Docker CLI
+# with the compose plugin, and a Java runtime for the PySpark metrics (Spark's driver is a
+# JVM; Spark 4.0 runs on Java 17 and 21). The brokers run in their own containers
 # (docker-compose.yml), and the engine only drives them.
 #
 #   docker compose build dashboard
@@ -29,12 +30,18 @@ RUN python -c "import tomllib; print('\n'.join(tomllib.load(open('pyproject.toml
     && pip install -r /tmp/requirements.txt \
     && rm /tmp/requirements.txt
 
+# Java for Spark, and Maven once, to fetch Spark's Kafka connector into .cache at build time.
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends default-jre-headless maven \
+    && rm -rf /var/lib/apt/lists/*
+
 COPY . .
 # Editable, so that `engine` is imported from /app: engine/paths.py finds kafka/pom.xml (the
 # pinned Kafka version), docker-compose.yml and runs/ next to the engine package. A plain
 # `pip install .` would copy the package into site-packages, away from those files.
 RUN pip install --no-deps --editable . \
-    && mkdir -p /app/runs
+    && mkdir -p /app/runs \
+    && python -c "from engine.metrics.session import ensure_connector_jars; ensure_connector_jars()"
 
 # Runs as root: the engine talks to the host's Docker socket, whose group id differs from
 # host to host, and that socket is root-equivalent anyway (see docker-compose.yml).

@@ -29,6 +29,11 @@ def cmd_setup(args: argparse.Namespace) -> int:
     libs = jars.ensure_kafka_jars()
     print(f"Java: {java}")
     print(f"Kafka {paths.kafka_version()} jars: {libs}")
+    from engine.metrics.session import check_versions, connector_dir, ensure_connector_jars
+
+    check_versions()
+    ensure_connector_jars()
+    print(f"Spark's Kafka connector jars: {connector_dir()}")
     return 0
 
 
@@ -210,7 +215,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m engine", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
 
-    setup = sub.add_parser("setup", help="check Java and fetch the pinned Kafka jars")
+    setup = sub.add_parser(
+        "setup", help="check Java and fetch the pinned Kafka jars and Spark's Kafka connector"
+    )
     setup.set_defaults(func=cmd_setup)
 
     preflight = sub.add_parser("preflight", help="check Java, the jars and a port")
@@ -264,6 +271,10 @@ def build_parser() -> argparse.ArgumentParser:
     from engine.logs_cli import add_commands as add_log_commands
 
     add_log_commands(sub)
+    # The PySpark metrics of a recorded run (pyspark is imported only when they run).
+    from engine.metrics.cli import add_commands as add_metrics_commands
+
+    add_metrics_commands(sub)
     return parser
 
 

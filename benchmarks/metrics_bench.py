@@ -1,0 +1,508 @@
+"""How fast the PySpark metrics are, and how they scale against DuckDB on the same data.
+
+    .venv/bin/python -m benchmarks.metrics_bench                 # all of it, ~15 min here
+    .venv/bin/python -m benchmarks.metrics_bench --sizes 10000,100000 --skip-run --skip-cold
+    .venv/bin/python -m benchmarks.metrics_bench --only typical   # the typical run alone
+
+Four measurements, written between the markers in benchmarks/METRICS.md:
+
+1. session start: cold (empty Maven repository and cache, so the connector is downloaded),
+   a new process with the connector cached, and get_spark() on a running session;
+2. a typical scenario run: ack-loss with 3,000 messages per level on a real 1-node cluster,
+   then its metrics on the warm session (Kafka read at both isolations included), checked
+   equal to the checker's;
+3. scaling: synthetic runs of N messages in Parquet with the Kafka source's columns and the
+   history's, judged by engine.metrics.spark_job.judge and by the same definitions in
+   DuckDB SQL; each in a fresh process, timed without start-up, with its peak memory;
+4. the machine's load while measuring, because other work on a 2-core machine moves
+   every number here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+REPORT = ROOT / "benchmarks" / "METRICS.md"
+START, END = "<!-- measured:start -->", "<!-- measured:end -->"
+LEVEL, TOPIC, PARTITIONS = "at-least-once", "lab.bench.at-least-once.out", 8
+COMPARED = (
+    "sent",
+    "acked",
+    "delivered",
+    "duplicates",
+    "lost",
+    "reordered",
+    "aborted_visible",
+    "latency_ms",
+)
+
+
+# ---- synthetic data -------------------------------------------------------------------
+def make_data(folder: Path, messages: int) -> None:
+    """Write a run of `messages` ids as Parquet: both Kafka views and the history.
+
+    1 in 100 ids has a retried copy 3 messages later (a duplicate), 1 in 200 is never
+    written (lost), 1 in 500 is written 50 messages late (reordered), 1 in 1,000 has an
+    aborted copy before its committed one, 1 in 300 fails its ack; 1,000 messages/s.
+    """
+    import duckdb
+
+    folder.mkdir(parents=True, exist_ok=True)
+    con = duckdb.connect()
+    con.execute("SET preserve_insertion_order = false")
+    con.execute(f"""
+        CREATE TEMP TABLE msgs AS
+        SELECT i AS id, 1.7e9 + i * 0.001 AS created_at,
+               (i * 7919 % 997) / 1000.0 + 0.002 AS latency_s
+        FROM range({messages}) t(i)""")
+    con.execute(f"""
+        CREATE TEMP TABLE recs AS
+        WITH copies AS (
+            SELECT id, created_at, false AS aborted,
+                   id + CASE WHEN id % 500 = 11 THEN 50 * {PARTITIONS} ELSE 0 END AS sort_key,
+                   0 AS copy
+            FROM msgs WHERE id % 200 <> 7
+            UNION ALL SELECT id, created_at, false, id + 3 * {PARTITIONS}, 1 FROM msgs
+                   WHERE id % 100 = 3 AND id % 200 <> 7
+            UNION ALL SELECT id, created_at, true, id - 0.5, -1 FROM msgs
+                   WHERE id % 1000 = 13
+        )
+        SELECT '{TOPIC}' AS topic, CAST(id % {PARTITIONS} AS INTEGER) AS partition,
+               row_number() OVER (PARTITION BY id % {PARTITIONS} ORDER BY sort_key, copy)
+                   - 1 AS "offset",
+               aborted,
+               CAST('{{"id":' || id || ',"created_at":' || created_at ||
+                    ',"run":"bench","level":"{LEVEL}","by":"producer"}}' AS BLOB) AS value
+        FROM copies""")
+    con.execute(f"""COPY (SELECT topic, partition, "offset", value FROM recs)
+        TO '{folder}/uncommitted.parquet' (FORMAT parquet)""")
+    con.execute(f"""COPY (SELECT topic, partition, "offset", value FROM recs WHERE NOT aborted)
+        TO '{folder}/committed.parquet' (FORMAT parquet)""")
+    con.execute(f"""COPY (
+        SELECT '{LEVEL}' AS level, created_at AS t, 'producer' AS proc, 'send' AS ev, id,
+               CAST(NULL AS BIGINT[]) AS ids FROM msgs
+        UNION ALL SELECT '{LEVEL}', created_at + 0.001, 'producer',
+               CASE WHEN id % 300 = 5 THEN 'fail' ELSE 'ack' END, id, NULL FROM msgs
+        UNION ALL SELECT '{LEVEL}', created_at + latency_s, 'sink', 'consumed', id, NULL
+               FROM msgs WHERE id % 200 <> 7
+        ORDER BY t) TO '{folder}/history.parquet' (FORMAT parquet)""")
+    (folder / "messages").write_text(str(messages))
+
+
+# ---- the workers (each in its own process, for its peak memory) -----------------------
+def peak_rss_mib(pids: list[int]) -> float:
+    """Sum of VmHWM (peak resident memory) of processes, in MiB."""
+    total = 0
+    for pid in pids:
+        try:
+            status = Path(f"/proc/{pid}/status").read_text()
+        except OSError:
+            continue
+        match = re.search(r"VmHWM:\s+(\d+) kB", status)
+        total += int(match.group(1)) if match else 0
+    return round(total / 1024, 1)
+
+
+def children(pid: int) -> list[int]:
+    out = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            out += [int(c) for c in (task / "children").read_text().split()]
+        except OSError:
+            continue
+    return out + [g for c in out for g in children(c)]
+
+
+def spark_judge(spark: Any, folder: Path) -> tuple[float, dict[str, Any]]:
+    from engine.metrics.spark_job import LevelSpec, judge
+
+    began = time.perf_counter()
+    judged = judge(
+        uncommitted=spark.read.parquet(str(folder / "uncommitted.parquet")),
+        committed=spark.read.parquet(str(folder / "committed.parquet")),
+        history=spark.read.parquet(str(folder / "history.parquet")),
+        levels=[LevelSpec(LEVEL, TOPIC, "read_uncommitted")],
+        messages=int((folder / "messages").read_text()),
+    )
+    seconds = time.perf_counter() - began
+    judged.release()
+    return seconds, {k: judged.results[LEVEL][k] for k in COMPARED}
+
+
+def worker_spark(folder: Path, warmup: Path) -> dict[str, Any]:
+    from engine.metrics.session import get_spark
+
+    spark = get_spark()
+    # The first query of a JVM compiles Spark's generated code; a small run pays for it, so
+    # the timed one measures the work (as the dashboard's long-lived session would).
+    spark_judge(spark, warmup)
+    seconds, results = spark_judge(spark, folder)
+    return {
+        "seconds": round(seconds, 2),
+        "peak_rss_mib": peak_rss_mib([os.getpid(), *children(os.getpid())]),
+        "results": results,
+    }
+
+
+DUCKDB_SQL = """
+WITH raw AS (
+    SELECT 'read_uncommitted' AS view, partition, "offset", decode(value) AS v
+    FROM read_parquet('{u}') WHERE topic = '{topic}'
+    UNION ALL
+    SELECT 'read_committed', partition, "offset", decode(value)
+    FROM read_parquet('{c}') WHERE topic = '{topic}'
+), parsed AS (
+    SELECT view, partition, "offset",
+           TRY_CAST(json_extract(v, '$.id') AS BIGINT) AS id,
+           TRY_CAST(json_extract(v, '$.created_at') AS DOUBLE) AS created_at
+    FROM raw WHERE json_valid(v)
+), marked AS (
+    SELECT *, bool_or(view = 'read_committed')
+              OVER (PARTITION BY partition, "offset") AS in_committed
+    FROM parsed WHERE id IS NOT NULL
+), stored AS (
+    SELECT * FROM marked WHERE view = '{isolation}'
+), firsts AS (
+    SELECT partition, id, min("offset") AS "offset" FROM stored GROUP BY partition, id
+), reordered AS (
+    SELECT DISTINCT id FROM (
+        SELECT id, greatest(-1, max(id) OVER (PARTITION BY partition ORDER BY "offset"
+               ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)) AS highest
+        FROM firsts) WHERE id < highest
+), copies AS (
+    SELECT id, count(*) AS copies,
+           arg_min(created_at, (partition, "offset")) AS created_at,
+           count(*) FILTER (WHERE NOT in_committed) AS aborted_copies
+    FROM stored GROUP BY id
+), hist AS (
+    SELECT id,
+        min(t) FILTER (WHERE split_part(proc, '#', 1) IN ('producer', 'source')
+                       AND ev = 'send') AS sent_at,
+        min(t) FILTER (WHERE split_part(proc, '#', 1) IN ('producer', 'source')
+                       AND ev = 'ack') AS acked_at,
+        min(t) FILTER (WHERE proc = 'sink' AND ev = 'consumed') AS consumed_at
+    FROM read_parquet('{h}') WHERE id IS NOT NULL GROUP BY id
+), txn AS (
+    SELECT id, bool_or(ev = 'txn_abort') AND NOT bool_or(ev = 'txn_commit') AS by_design
+    FROM (SELECT ev, unnest(ids) AS id FROM read_parquet('{h}')
+          WHERE split_part(proc, '#', 1) IN ('producer', 'source')
+            AND ev IN ('txn_abort', 'txn_commit'))
+    GROUP BY id
+), verdicts AS (
+    SELECT l.id, coalesce(c.copies, 0) AS copies, coalesce(c.aborted_copies, 0) AS aborted,
+           r.id IS NOT NULL AS reordered, h.sent_at, h.acked_at,
+           coalesce(t.by_design, false) AS by_design,
+           CASE WHEN h.consumed_at <> 0 AND c.created_at <> 0 AND c.copies > 0
+                THEN (h.consumed_at - c.created_at) * 1000.0 END AS latency
+    FROM range({messages}) l(id)
+    LEFT JOIN copies c USING (id) LEFT JOIN reordered r USING (id)
+    LEFT JOIN hist h USING (id) LEFT JOIN txn t USING (id)
+)
+SELECT count(sent_at), count(acked_at), count(*) FILTER (WHERE copies > 0),
+       sum(greatest(copies - 1, 0)),
+       count(*) FILTER (WHERE aborted = 0 AND copies = 0 AND NOT by_design),
+       count(*) FILTER (WHERE reordered), sum(aborted),
+       list(latency ORDER BY latency) FILTER (WHERE latency IS NOT NULL)
+FROM verdicts
+"""
+
+
+def worker_duckdb(folder: Path) -> dict[str, Any]:
+    import duckdb
+
+    messages = int((folder / "messages").read_text())
+    con = duckdb.connect()
+    began = time.perf_counter()
+    row = con.execute(
+        DUCKDB_SQL.format(
+            u=folder / "uncommitted.parquet",
+            c=folder / "committed.parquet",
+            h=folder / "history.parquet",
+            topic=TOPIC,
+            isolation="read_uncommitted",
+            messages=messages,
+        )
+    ).fetchone()
+    ordered = row[7] or []
+
+    def nearest(q: int) -> float | None:
+        # engine.checker.percentile on the list DuckDB sorted.
+        return (
+            round(ordered[max(1, math.ceil(q / 100.0 * len(ordered))) - 1], 2) if ordered else None
+        )
+
+    seconds = time.perf_counter() - began
+    names = ("sent", "acked", "delivered", "duplicates", "lost", "reordered", "aborted_visible")
+    results: dict[str, Any] = {k: int(v or 0) for k, v in zip(names, row[:7], strict=True)}
+    results["latency_ms"] = {
+        "p50": nearest(50),
+        "p95": nearest(95),
+        "p99": nearest(99),
+        "max": nearest(100),
+    }
+    return {
+        "seconds": round(seconds, 2),
+        "peak_rss_mib": peak_rss_mib([os.getpid()]),
+        "results": results,
+    }
+
+
+def worker_start() -> dict[str, Any]:
+    """One get_spark() in a fresh process, then a second call on the running session."""
+    from engine.metrics import session
+
+    began = time.perf_counter()
+    session.get_spark()
+    first = time.perf_counter() - began
+    began = time.perf_counter()
+    session.get_spark()
+    return {"first": round(first, 2), "again": round(time.perf_counter() - began, 4)}
+
+
+def in_process(args: list[str], env: dict[str, str] | None = None) -> dict[str, Any]:
+    """Run this module's worker in a fresh Python process; its last stdout line is JSON."""
+    out = subprocess.run(
+        [sys.executable, "-m", "benchmarks.metrics_bench", *args],
+        cwd=ROOT,
+        env={**os.environ, **(env or {})},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if out.returncode != 0:
+        raise RuntimeError(f"worker {args} failed: {out.stderr[-2000:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+# ---- the measurements -----------------------------------------------------------------
+def measure_start(skip_cold: bool) -> list[tuple[str, float]]:
+    rows = []
+    if not skip_cold:
+        with tempfile.TemporaryDirectory(prefix="metrics-cold-") as cold:
+            got = in_process(
+                ["--worker", "start"],
+                {"LAB_CACHE_DIR": cold, "MAVEN_OPTS": f"-Dmaven.repo.local={cold}/m2"},
+            )
+            rows.append(
+                ("cold: empty Maven repository and cache (downloads the connector)", got["first"])
+            )
+    got = in_process(["--worker", "start"])
+    rows.append(("new process, connector cached (JVM start + warm-up query)", got["first"]))
+    rows.append(("get_spark() on the running session", got["again"]))
+    return rows
+
+
+def measure_run(messages: int, repeats: int) -> dict[str, Any]:
+    """A real ack-loss run of `messages` per level, then its metrics on a warm session."""
+    os.environ.setdefault("LAB_STATE_DIR", tempfile.mkdtemp(prefix="metrics-bench-"))
+    os.environ.setdefault("LAB_RUNS_DIR", tempfile.mkdtemp(prefix="metrics-bench-runs-"))
+    from engine.cluster.embedded import EmbeddedCluster
+    from engine.metrics.session import get_spark
+    from engine.metrics.spark_job import run_metrics
+    from engine.runner import run_scenario
+    from engine.scenario import list_scenarios, load_scenario
+
+    scenario = load_scenario(list_scenarios()["ack-loss"])
+    workload = scenario.workload.model_copy(update={"messages": messages})
+    scenario = scenario.model_copy(update={"workload": workload, "expect": {}})
+    cluster = EmbeddedCluster("metrics-bench", node_count=1)
+    cluster.start(timeout=240)
+    try:
+        output = run_scenario(scenario, cluster)
+        spark = get_spark()
+        load_before = os.getloadavg()
+        times = []
+        for _ in range(repeats):
+            began = time.perf_counter()
+            metrics, judged = run_metrics(output["run_id"], spark=spark)
+            times.append(time.perf_counter() - began)
+            judged.release()
+        load_after = os.getloadavg()
+    finally:
+        cluster.stop()
+    same = all(
+        metrics["results"][level][k] == r[k]
+        for level, r in output["results"].items()
+        for k in COMPARED
+    )
+    return {
+        "levels": len(output["results"]),
+        "messages": messages,
+        "records": sum(r["delivered"] + r["duplicates"] for r in output["results"].values()),
+        "times": [round(t, 2) for t in times],
+        "median": round(statistics.median(times), 2),
+        "equal_to_checker": same,
+        "load": [round(x, 2) for x in (*load_before, *load_after)],
+    }
+
+
+def measure_scaling(sizes: list[int], data_root: Path) -> list[dict[str, Any]]:
+    rows = []
+    for size in sizes:
+        folder = data_root / f"n{size}"
+        if not (folder / "messages").exists():
+            began = time.perf_counter()
+            make_data(folder, size)
+            print(f"  data for {size:,}: {time.perf_counter() - began:.1f}s", file=sys.stderr)
+        parquet_mib = sum(p.stat().st_size for p in folder.glob("*.parquet")) / 2**20
+        warmup = data_root / f"n{sizes[0]}"
+        spark = in_process(["--worker", "spark", "--data", str(folder), "--warmup", str(warmup)])
+        duck = in_process(["--worker", "duckdb", "--data", str(folder)])
+        rows.append(
+            {
+                "messages": size,
+                "parquet_mib": round(parquet_mib, 1),
+                "spark": spark,
+                "duckdb": duck,
+                "agree": spark["results"] == duck["results"],
+            }
+        )
+        print(f"  {size:,}: {rows[-1]}", file=sys.stderr, flush=True)
+    return rows
+
+
+def report(
+    start: list[tuple[str, float]], run: dict[str, Any] | None, scaling: list[dict[str, Any]]
+) -> str:
+    import duckdb
+    import pyspark
+
+    from engine.metrics.session import connector_version
+
+    load = os.getloadavg()
+    lines = [
+        START,
+        f"Measured {time.strftime('%Y-%m-%d %H:%M')} with `python -m benchmarks.metrics_bench`: "
+        f"{os.cpu_count()} cores, pyspark {pyspark.__version__} (connector "
+        f"{connector_version()}), DuckDB {duckdb.__version__}, master "
+        f"`{os.environ.get('LAB_SPARK_MASTER', 'local[*]')}`, driver memory "
+        f"{os.environ.get('LAB_SPARK_DRIVER_MEMORY', '2g')}. Load average at the end: "
+        f"{load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} (1 / 5 / 15 min).",
+        "",
+        "| session start | seconds |",
+        "|---|---|",
+        *(f"| {what} | {seconds} |" for what, seconds in start),
+        "",
+    ]
+    if run:
+        lines += [typical_line(run), ""]
+    if scaling:
+        lines += [
+            "| messages | Parquet (MiB) | Spark (s) | Spark peak RSS (MiB) | DuckDB (s) | "
+            "DuckDB peak RSS (MiB) | same results |",
+            "|---|---|---|---|---|---|---|",
+            *(
+                f"| {r['messages']:,} | {r['parquet_mib']} | {r['spark']['seconds']} | "
+                f"{r['spark']['peak_rss_mib']:,} | {r['duckdb']['seconds']} | "
+                f"{r['duckdb']['peak_rss_mib']:,} | {'yes' if r['agree'] else 'NO'} |"
+                for r in scaling
+            ),
+            "",
+        ]
+    return "\n".join([*lines, END])
+
+
+def typical_line(run: dict[str, Any], *, alone: bool = False) -> str:
+    line = (
+        f"Typical run: ack-loss, {run['levels']} levels × {run['messages']:,} messages "
+        f"({run['records']:,} records read at each isolation). Metrics on the warm "
+        f"session, median of {len(run['times'])}: **{run['median']} s** "
+        f"(each: {', '.join(map(str, run['times']))}); equal to the checker's: "
+        f"{'yes' if run['equal_to_checker'] else 'NO'}."
+    )
+    if alone:  # measured apart from the rest of the block: say when, and under what load
+        load = run["load"]
+        line += (
+            f" (Measured {time.strftime('%Y-%m-%d %H:%M')} with `--only typical`, load "
+            f"average {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} before and "
+            f"{load[3]:.1f} / {load[4]:.1f} / {load[5]:.1f} after.)"
+        )
+    return line
+
+
+def write_typical(run: dict[str, Any]) -> str:
+    """Replace only the typical-run line of the measured block; the rest stays as measured."""
+    text = REPORT.read_text()
+    head, rest = text.split(START, 1)
+    block, tail = rest.split(END, 1)
+    lines = block.split("\n")
+    new = typical_line(run, alone=True)
+    at = [i for i, line in enumerate(lines) if line.startswith("Typical run:")]
+    if at:
+        lines[at[0]] = new
+    else:
+        lines[-1:-1] = [new, ""]
+    REPORT.write_text(head + START + "\n".join(lines) + END + tail)
+    return new
+
+
+def write_report(block: str) -> None:
+    text = REPORT.read_text() if REPORT.exists() else f"# Metrics benchmark\n\n{START}\n{END}\n"
+    if START not in text:
+        text += f"\n{START}\n{END}\n"
+    head, rest = text.split(START, 1)
+    REPORT.write_text(head + block + rest.split(END, 1)[1])
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--sizes", default="10000,100000,1000000,10000000")
+    parser.add_argument("--run-messages", type=int, default=3000)
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--skip-run", action="store_true")
+    parser.add_argument("--skip-cold", action="store_true")
+    parser.add_argument(
+        "--only",
+        choices=("typical",),
+        help="measure only this part and update only its line in METRICS.md",
+    )
+    parser.add_argument("--data-root", default=str(ROOT / ".cache" / "metrics-bench"))
+    parser.add_argument("--worker", choices=("spark", "duckdb", "start"), help=argparse.SUPPRESS)
+    parser.add_argument("--data", help=argparse.SUPPRESS)
+    parser.add_argument("--warmup", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.worker:
+        worker = {
+            "spark": lambda: worker_spark(Path(args.data), Path(args.warmup)),
+            "duckdb": lambda: worker_duckdb(Path(args.data)),
+            "start": worker_start,
+        }[args.worker]
+        print(json.dumps(worker()))
+        return 0
+    if args.only == "typical":
+        print("typical run...", file=sys.stderr)
+        run = measure_run(args.run_messages, args.repeats)
+        print(f"  {run}", file=sys.stderr)
+        print(write_typical(run))
+        return 0
+    print("session start...", file=sys.stderr)
+    start = measure_start(args.skip_cold)
+    print(f"  {start}", file=sys.stderr)
+    run = None
+    if not args.skip_run:
+        print("typical run...", file=sys.stderr)
+        run = measure_run(args.run_messages, args.repeats)
+        print(f"  {run}", file=sys.stderr)
+    sizes = [int(s) for s in args.sizes.split(",") if s]
+    print("scaling...", file=sys.stderr)
+    scaling = measure_scaling(sizes, Path(args.data_root))
+    block = report(start, run, scaling)
+    write_report(block)
+    print(block)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

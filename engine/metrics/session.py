@@ -1,0 +1,249 @@
+"""One long-lived SparkSession for the metrics, with Spark's Kafka source on its classpath.
+
+The Kafka source (spark-sql-kafka-0-10) is not part of pyspark. `spark-deps/pom.xml` pins it
+and Maven copies its four jars into `.cache/spark-kafka/VERSION/jars` once, the way
+`kafka/pom.xml` caches Kafka itself. A session then names those files in `spark.jars`, so
+starting one resolves nothing and needs no network (`spark.jars.packages` would run an Ivy
+resolution at every JVM start).
+
+Settings from the environment:
+- LAB_SPARK_MASTER: the master URL (default `local[*]`).
+- LAB_METRICS_BOOTSTRAP: the Kafka bootstrap the job reads from, instead of the run's own
+  cluster's direct listener.
+- LAB_SPARK_SHUFFLE_PARTITIONS (default 4), LAB_SPARK_DRIVER_MEMORY (default 2g).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future
+from functools import cache
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from engine import paths
+from engine.errors import LabError
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+Progress = Callable[[str, float], None]  # (what is happening, fraction done)
+
+CONNECTOR_POM = Path(__file__).resolve().parent / "spark-deps" / "pom.xml"
+_COMPLETE_MARKER = ".complete"
+
+_lock = threading.Lock()
+_session: SparkSession | None = None
+
+
+class MetricsSetupError(LabError):
+    """Spark or its Kafka connector could not be set up."""
+
+
+@cache
+def connector_version() -> str:
+    """The spark-sql-kafka version pinned in spark-deps/pom.xml."""
+    match = re.search(
+        r"<spark\.kafka\.version>([^<]+)</spark\.kafka\.version>", CONNECTOR_POM.read_text()
+    )
+    if not match:
+        raise RuntimeError(f"{CONNECTOR_POM} has no <spark.kafka.version> property")
+    return match.group(1).strip()
+
+
+def connector_dir() -> Path:
+    return paths.cache_dir() / "spark-kafka" / connector_version() / "jars"
+
+
+def check_versions(pyspark_version: str | None = None) -> None:
+    """A connector from another Spark line than pyspark's would fail at the first query."""
+    if pyspark_version is None:
+        import pyspark
+
+        pyspark_version = pyspark.__version__
+    ours = connector_version().split(".")[:2]
+    if pyspark_version.split(".")[:2] != ours:
+        raise MetricsSetupError(
+            f"pyspark {pyspark_version} does not match the pinned Kafka connector "
+            f"{connector_version()} (engine/metrics/spark-deps/pom.xml); install pyspark "
+            f"{'.'.join(ours)}.x or change <spark.kafka.version>."
+        )
+
+
+def ensure_connector_jars(*, offline: bool = False) -> list[Path]:
+    """The connector's jars, fetched from Maven Central with spark-deps/pom.xml if missing."""
+    jars_dir = connector_dir()
+    if not (jars_dir / _COMPLETE_MARKER).exists():
+        from engine.cluster.jars import find_java, find_maven
+
+        mvn = find_maven()
+        find_java()
+        if jars_dir.exists():  # a half-finished copy from an interrupted fetch
+            shutil.rmtree(jars_dir)
+        cmd = [mvn, "-q", "-B", "-f", str(CONNECTOR_POM), f"-Dspark.kafka.jars={jars_dir}"]
+        cmd += ["-o", "package"] if offline else ["package"]
+        try:
+            result = subprocess.run(cmd, capture_output=True, text=True, timeout=900, check=False)
+        except subprocess.TimeoutExpired as exc:
+            raise MetricsSetupError(
+                "Fetching Spark's Kafka connector from Maven Central took over 15 minutes. "
+                "Check the network and try again."
+            ) from exc
+        if result.returncode != 0:
+            tail = " ".join((result.stdout + result.stderr).strip().splitlines()[-3:])
+            raise MetricsSetupError(
+                f"Spark's Kafka connector {connector_version()} could not be fetched from Maven "
+                f"Central (mvn exited {result.returncode}: {tail[:400]}). Check the network "
+                "or ~/.m2/settings.xml, then try again."
+            )
+        if not list(jars_dir.glob("spark-sql-kafka-*.jar")):
+            raise MetricsSetupError(f"Maven finished, but {jars_dir} holds no connector jar.")
+        (jars_dir / _COMPLETE_MARKER).write_text(connector_version())
+    return sorted(jars_dir.glob("*.jar"))
+
+
+def spark_master(master: str | None = None) -> str | None:
+    """`master`, else LAB_SPARK_MASTER, else local[*]; None under spark-submit (its --master)."""
+    chosen = master or os.environ.get("LAB_SPARK_MASTER")
+    if chosen is None and os.environ.get("PYSPARK_GATEWAY_PORT"):
+        return None
+    return chosen or "local[*]"
+
+
+def metrics_bootstrap(default: str | None = None) -> str | None:
+    """The bootstrap the job reads Kafka through: LAB_METRICS_BOOTSTRAP, else `default`."""
+    return os.environ.get("LAB_METRICS_BOOTSTRAP") or default
+
+
+def get_spark(master: str | None = None, progress: Progress | None = None) -> SparkSession:
+    """The process's one SparkSession, started on first use.
+
+    A JVM holds one SparkContext, so a later call with another master gets the running
+    session; stop it with `stop_spark()` first to change masters.
+    """
+    global _session
+    report = progress or (lambda _what, _fraction: None)
+    with _lock:
+        if _session is not None and not _session.sparkContext._jsc.sc().isStopped():
+            report("ready", 1.0)
+            return _session
+        check_versions()
+        report("fetching Spark's Kafka connector (once)", 0.05)
+        jars = ensure_connector_jars()
+        from engine.cluster.jars import find_java
+
+        find_java()  # a clear message instead of pyspark's "Java gateway process exited"
+        report("starting the Spark JVM", 0.2)
+        from pyspark.sql import SparkSession
+
+        # Spark guesses the machine's address from its hostname and warns; the lab is local.
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+
+        builder = SparkSession.builder
+        if chosen := spark_master(master):
+            builder = builder.master(chosen)
+        builder = (
+            builder.appName("kafka-failure-lab-metrics")
+            .config("spark.jars", ",".join(str(j) for j in jars))
+            # Runs are small: a few partitions beat the default 200 by seconds per query.
+            .config(
+                "spark.sql.shuffle.partitions",
+                os.environ.get("LAB_SPARK_SHUFFLE_PARTITIONS", "4"),
+            )
+            # A run's metrics are a handful of small shuffles; adaptive execution re-plans
+            # after each one and turns 2 Spark jobs into 8, which triples the time here.
+            .config("spark.sql.adaptive.enabled", "false")
+            .config("spark.driver.memory", os.environ.get("LAB_SPARK_DRIVER_MEMORY", "2g"))
+            .config("spark.ui.enabled", "false")
+            .config("spark.ui.showConsoleProgress", "false")
+            .config("spark.driver.host", "127.0.0.1")
+            .config("spark.driver.bindAddress", "127.0.0.1")
+            .config("spark.sql.session.timeZone", "UTC")
+            # Spark's start-up WARN lines would land in the CLI's and dashboard's stderr.
+            .config(
+                "spark.driver.extraJavaOptions",
+                f"-Dlog4j2.configurationFile={_quiet_log4j_config().as_uri()}",
+            )
+        )
+        session = builder.getOrCreate()
+        session.sparkContext.setLogLevel("ERROR")
+        report("warming up", 0.8)
+        _warm_up(session)
+        _session = session
+        report("ready", 1.0)
+        return session
+
+
+def _quiet_log4j_config() -> Path:
+    """A log4j2 configuration that lets only errors through (written once to the cache)."""
+    path = paths.cache_dir() / "spark-kafka" / "log4j2-errors-only.properties"
+    text = (
+        "rootLogger.level = error\n"
+        "rootLogger.appenderRef.stderr.ref = console\n"
+        "appender.console.type = Console\n"
+        "appender.console.name = console\n"
+        "appender.console.target = SYSTEM_ERR\n"
+        "appender.console.layout.type = PatternLayout\n"
+        "appender.console.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n\n"
+    )
+    if not path.exists() or path.read_text() != text:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return path
+
+
+def _warm_up(spark: SparkSession) -> None:
+    """Load the Kafka source and run one shuffle, so the first real query is not the slow one."""
+    jvm = spark.sparkContext._jvm
+    try:
+        # What spark.read.format("kafka") does first: find the source by its short name.
+        jvm.org.apache.spark.sql.execution.datasources.DataSource.lookupDataSource(
+            "kafka", spark._jsparkSession.sessionState().conf()
+        )
+    except Exception as exc:
+        jars = ",".join(str(j) for j in ensure_connector_jars())
+        if os.environ.get("PYSPARK_GATEWAY_PORT"):
+            # Under spark-submit the driver JVM was started before spark.jars was set.
+            raise MetricsSetupError(
+                "Under spark-submit, give Spark the Kafka connector: spark-submit --jars "
+                f"{jars} engine/metrics/spark_job.py RUN_ID"
+            ) from exc
+        raise MetricsSetupError(
+            f"Spark started, but its Kafka source is not on the classpath ({exc}). Delete "
+            f"{connector_dir()} and try again."
+        ) from exc
+    spark.range(1000).selectExpr("id % 7 AS k").groupBy("k").count().collect()
+
+
+def start_spark_in_background(
+    progress: Progress | None = None, master: str | None = None
+) -> Future[SparkSession]:
+    """Start the session in a thread; the Future holds it (or the error) when ready.
+
+    The dashboard calls this at start-up and shows `progress` while people look at other
+    pages; the lead wraps the Future in st.cache_resource.
+    """
+    future: Future[SparkSession] = Future()
+    future.set_running_or_notify_cancel()
+
+    def run() -> None:
+        try:
+            future.set_result(get_spark(master, progress))
+        except BaseException as exc:  # handed to whoever waits on the Future
+            future.set_exception(exc)
+
+    threading.Thread(target=run, name="spark-start", daemon=True).start()
+    return future
+
+
+def stop_spark() -> None:
+    global _session
+    with _lock:
+        if _session is not None:
+            _session.stop()
+            _session = None

@@ -1,0 +1,830 @@
+"""The metrics of a recorded run, computed by Spark from what Kafka holds.
+
+For each level of a run, the job reads the judged topic (`sink_topic` in result.json) in
+batch mode with Spark's Kafka source, at read_uncommitted and at read_committed, through the
+cluster's direct listener. It joins those records with the run's ledger (ids
+0..messages-1) and each level's history.jsonl, and judges every message with the
+definitions of engine/checker.py, so its counts equal the checker's:
+
+- copies: records of an id at the level's isolation; delivered: ids with a copy;
+  duplicates: copies beyond the first, summed; lost: no copy, unless the workload aborted
+  the id on purpose ("aborted, as intended");
+- reordered: within a partition, taking each id's first copy in offset order, an id stored
+  after a larger one;
+- aborted_visible: copies at the level's isolation that read_committed does not show;
+- latency: the sink's first `consumed` of an id minus `created_at` of its first copy (by
+  partition, then offset); percentiles by nearest rank (engine.checker.LATENCY_DEFINITION).
+
+History events are time-ordered (engine.history.merge writes them so), so an id's "first"
+send, ack or consumption is its earliest.
+
+Run it as `python -m engine metrics RUN_ID --json`, or as
+`spark-submit --jars JARS engine/metrics/spark_job.py RUN_ID [--bootstrap HOST:PORT]` with
+JARS the comma-separated jars in .cache/spark-kafka/VERSION/jars (spark-submit starts the
+driver JVM before this file can add them; without them it says so, naming the jars). Both
+print {"run_id", "scenario", "results"}.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if __package__ in (None, ""):  # run as a file by spark-submit: make `engine` importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from engine import record
+from engine.checker import LATENCY_DEFINITION
+from engine.errors import LabError
+
+if TYPE_CHECKING:
+    from engine.metrics.session import Progress
+
+__all__ = [
+    "HISTORY_SCHEMA",
+    "KAFKA_SCHEMA",
+    "LATENCY_DEFINITION",
+    "THROUGHPUT_DEFINITION",
+    "Judged",
+    "LevelSpec",
+    "RunInputs",
+    "judge",
+    "load_run_inputs",
+    "main",
+    "read_history",
+    "read_kafka",
+    "read_recorded",
+    "run_metrics",
+    "verdict_rows",
+]
+
+THROUGHPUT_DEFINITION = (
+    "Throughput counts the messages whose latency was measured (delivered and seen by the "
+    "sink), from the creation of the first of them to the sink's first sight of the last "
+    "one; per_second[k] is how many the sink saw first in second k of that window."
+)
+
+# The columns of Spark's Kafka source that the job uses, with the source's own types.
+KAFKA_SCHEMA = T.StructType(
+    [
+        T.StructField("topic", T.StringType()),
+        T.StructField("partition", T.IntegerType()),
+        T.StructField("offset", T.LongType()),
+        T.StructField("value", T.BinaryType()),
+    ]
+)
+VALUE_SCHEMA = T.StructType(
+    [T.StructField("id", T.LongType()), T.StructField("created_at", T.DoubleType())]
+)
+# The history fields the definitions use; every other field of an event is ignored.
+HISTORY_SCHEMA = T.StructType(
+    [
+        T.StructField("t", T.DoubleType()),
+        T.StructField("proc", T.StringType()),
+        T.StructField("ev", T.StringType()),
+        T.StructField("id", T.LongType()),
+        T.StructField("ids", T.ArrayType(T.LongType())),
+    ]
+)
+PRODUCER_PROCS = ("producer", "source")  # as engine.runner passes them to the checker
+SINK_PROC = "sink"
+PERCENTILES = list(range(101))  # the latency distribution: nearest-rank q = 0..100
+
+
+class MetricsError(LabError):
+    """The metrics of a run could not be computed (its topics are gone, Kafka is down)."""
+
+
+@dataclass(frozen=True)
+class LevelSpec:
+    level: str
+    topic: str
+    isolation: str  # read_committed | read_uncommitted
+
+
+@dataclass(frozen=True)
+class RunInputs:
+    run_id: str
+    scenario: str
+    messages: int
+    partitions: int
+    levels: list[LevelSpec]
+    history_paths: dict[str, Path]
+    recorded_bootstrap: str | None
+    engine_results: dict[str, Any]
+
+
+@dataclass
+class Judged:
+    """What `judge` returns: per-level results, and the facts the verdict table comes from."""
+
+    results: dict[str, dict[str, Any]]
+    facts: DataFrame  # one cached row per (level, id) that Kafka or the history names
+    records: DataFrame  # the cached record positions of both views (_positions)
+    messages: int
+    levels: list[LevelSpec]
+
+    def verdicts(self) -> DataFrame:
+        """The verdict table: one row per level and ledger id, with the checker's fields."""
+        spark = self.facts.sparkSession
+        names = F.explode(F.array(*(F.lit(s.level) for s in self.levels))).alias("level")
+        ledger = spark.range(self.messages).select(names, "id")
+        # Listing each id's copies takes a collect_list, which Spark cannot hash-aggregate;
+        # it is done here, only when the table is wanted, not in every judge().
+        positions = (
+            self.records.where("stored")
+            .groupBy("level", "id")
+            .agg(F.sort_array(F.collect_list(F.struct("partition", "offset"))).alias("positions"))
+        )
+        offsets = F.transform("positions", lambda p: F.concat_ws(":", p["partition"], p["offset"]))
+        known = self.facts.where("in_ledger").join(positions, ["level", "id"], "left")
+        return ledger.join(known, ["level", "id"], "left").select(
+            "level",
+            "id",
+            # An id that neither Kafka nor the history names: no copy, never sent.
+            F.coalesce("verdict", F.lit("lost")).alias("verdict"),
+            F.coalesce("copies", F.lit(0)).alias("copies"),
+            F.coalesce(offsets, F.array().cast("array<string>")).alias("offsets"),
+            "sent_at",
+            "acked_at",
+            F.coalesce("ack", F.lit("unsent")).alias("ack"),
+            "consumed_at",
+            "latency_ms",
+            F.coalesce("reordered", F.lit(False)).alias("reordered"),
+            F.coalesce("aborted_copies", F.lit(0)).alias("aborted_copies"),
+        )
+
+    def release(self) -> None:
+        self.facts.unpersist()
+        self.records.unpersist()
+
+
+# ---- inputs ---------------------------------------------------------------------------
+def load_run_inputs(run_id: str) -> RunInputs:
+    """What the job needs from runs/RUN_ID/; RunNotFoundError if there is no such run."""
+    folder = record.run_folder(run_id)
+    if not folder.is_dir():
+        raise record.RunNotFoundError(
+            f"There is no run '{run_id}' in {folder.parent}. `python -m engine runs` lists them."
+        )
+    try:
+        config = json.loads((folder / "config.json").read_text())
+        result = json.loads((folder / "result.json").read_text())
+    except FileNotFoundError as exc:
+        raise record.CorruptRunError(
+            f"The run {run_id} has no {Path(exc.filename).name}: it did not finish, so it has "
+            "no results to compute metrics for. Run the scenario again."
+        ) from exc
+    except (OSError, json.JSONDecodeError) as exc:
+        raise record.CorruptRunError(
+            f"The run folder {folder} is damaged ({type(exc).__name__}: {exc})."
+        ) from exc
+    results = result.get("results") or {}
+    if not results:
+        raise MetricsError(f"The run {run_id} has no level results (it failed before any).")
+    workload = config["scenario"]["workload"]
+    return RunInputs(
+        run_id=run_id,
+        scenario=result.get("scenario") or config["scenario"]["name"],
+        messages=int(workload["messages"]),
+        partitions=int(workload.get("partitions", 1)),
+        levels=[
+            LevelSpec(level=name, topic=r["sink_topic"], isolation=r["isolation"])
+            for name, r in results.items()
+        ],
+        history_paths={name: folder / "levels" / name / "history.jsonl" for name in results},
+        recorded_bootstrap=config.get("cluster", {}).get("direct_bootstrap"),
+        engine_results=results,
+    )
+
+
+def read_kafka(
+    spark: SparkSession, bootstrap: str, topics: Iterable[str], isolation: str
+) -> DataFrame:
+    """Every record of `topics` from the start to the end, at an isolation level (batch)."""
+    return (
+        spark.read.format("kafka")
+        .option("kafka.bootstrap.servers", bootstrap)
+        .option("subscribe", ",".join(sorted(set(topics))))
+        .option("startingOffsets", "earliest")
+        .option("endingOffsets", "latest")
+        .option("kafka.isolation.level", isolation)
+        # Aborted records and transaction markers leave offset gaps; they are not data loss.
+        .option("failOnDataLoss", "false")
+        # A task's last poll reaches past what the topic holds, and the broker would hold it
+        # for fetch.max.wait.ms (500 ms) waiting for data that never comes: 4x the read time.
+        .option("kafka.fetch.max.wait.ms", "10")
+        .load()
+        .select("topic", "partition", "offset", "value")
+    )
+
+
+def read_history(spark: SparkSession, history_paths: Mapping[str, Path]) -> DataFrame:
+    """Each level's history.jsonl as rows (level, t, proc, ev, id, ids)."""
+    missing = [str(p) for p in history_paths.values() if not Path(p).exists()]
+    if missing:
+        raise record.CorruptRunError(f"The run's history is missing: {', '.join(missing)}.")
+    # The level is the name of the folder above history.jsonl (levels/LEVEL/).
+    level = F.regexp_extract(F.col("_metadata.file_path"), r"/levels/([^/]+)/history\.jsonl$", 1)
+    return (
+        spark.read.schema(HISTORY_SCHEMA)
+        .json([str(p) for p in history_paths.values()])
+        .select(level.alias("level"), "t", "proc", "ev", "id", "ids")
+    )
+
+
+def read_recorded(spark: SparkSession, run_id: str) -> tuple[DataFrame, DataFrame]:
+    """The records saved in stored.json, shaped like read_kafka's (uncommitted, committed).
+
+    stored.json keeps the level's view and the read_committed view; for a read_committed
+    level both are the read_committed view, so that level's aborted_at_read_uncommitted
+    cannot be known from the record and is reported as None.
+    """
+    run = record.load_run(run_id)
+    rows: dict[str, list[tuple[Any, ...]]] = {"read_uncommitted": [], "read_committed": []}
+    for level, data in run["levels"].items():
+        topic = run["result"]["results"][level]["sink_topic"]
+        stored = data["stored"]
+        views = {"read_committed": stored["read_committed"]}
+        views["read_uncommitted"] = (
+            stored["at_level"] if stored["isolation"] == "read_uncommitted" else []
+        )
+        for isolation, records in views.items():
+            for r in records:
+                value = (
+                    None
+                    if r["id"] is None
+                    else json.dumps({"id": r["id"], "created_at": r["created_at"]}).encode()
+                )
+                rows[isolation].append((topic, r["partition"], r["offset"], value))
+    return (
+        spark.createDataFrame(rows["read_uncommitted"], KAFKA_SCHEMA),
+        spark.createDataFrame(rows["read_committed"], KAFKA_SCHEMA),
+    )
+
+
+# ---- the judgement --------------------------------------------------------------------
+# The judgement is three SQL texts, one spark.sql call each: building it column by column
+# through the DataFrame API took about 4,400 calls into the JVM, each analysing the plan it
+# extended (about 1 s of a 3,000-message run's metrics). The DataFrames they read are
+# named {name} in the text and bound by _sql.
+def _sql_str(text: str) -> str:
+    """A Spark SQL string literal of `text`, with braces doubled for _sql's str.format."""
+    quoted = "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+    return quoted.replace("{", "{{").replace("}", "}}")
+
+
+def _sql(spark: SparkSession, text: str, **views: DataFrame) -> DataFrame:
+    """spark.sql(text) with each {name} in it the DataFrame `views[name]`.
+
+    Like spark.sql's own {name} binding, through temporary views that live for the one
+    parse and analysis; but they are dropped from the session catalog directly, because
+    Catalog.dropTempView would also uncache the plan of a persisted DataFrame it names
+    (`records` and `facts` are cached until Judged.release()).
+    """
+    names = {key: f"_lab_metrics_{key}_{uuid.uuid4().hex}" for key in views}
+    for key, frame in views.items():
+        frame.createOrReplaceTempView(names[key])
+    try:
+        return spark.sql(text.format(**names))
+    finally:
+        catalog = spark._jsparkSession.sessionState().catalog()
+        for name in names.values():
+            catalog.dropTempView(name)
+
+
+def _sql_case(column: str, mapping: Mapping[str, str]) -> str:
+    """`mapping[column]` as a CASE of literals (NULL for any other value): constant-folded."""
+    if not mapping:
+        return "CAST(NULL AS STRING)"
+    branches = " ".join(f"WHEN {_sql_str(k)} THEN {_sql_str(v)}" for k, v in mapping.items())
+    return f"CASE {column} {branches} END"
+
+
+def _sql_in(column: str, values: Iterable[str]) -> str:
+    values = list(values)
+    if not values:
+        return "FALSE"
+    return f"{column} IN ({', '.join(_sql_str(v) for v in values)})"
+
+
+# (partition, offset) as one orderable long: Kafka partitions stay below 2^21 and offsets
+# below 2^42 (4.4 trillion) in any cluster this lab reads.
+_OFFSET_BITS = 1 << 42
+
+
+def _positions_sql(levels: Sequence[LevelSpec]) -> str:
+    """One row per record position of each level's topic, with what each view holds there.
+
+    Columns: level, partition, offset, id, created_at, stored (in the level's own view),
+    aborted (stored, but not in the read_committed view), hidden (in the read_uncommitted
+    view, not in the read_committed one) and highest (the largest id stored before it in
+    its partition, at least -1). Both views go through one shuffle by (level, partition);
+    the aggregation and the window refine that partitioning, so no other exchange.
+    Like engine.roles.common.parse_value, a value that is not a JSON object with an integer
+    "id" is no message of the workload and counts for nothing. (Only fixed-width columns in
+    the aggregation: a string would make it sort-based.)
+    """
+    level = _sql_case("topic", {s.topic: s.level for s in levels})
+    isolation = _sql_case("level", {s.level: s.isolation for s in levels})
+    return f"""
+WITH views AS (
+    SELECT 'read_uncommitted' AS view, topic, `partition`, `offset`, value FROM {{uncommitted}}
+    UNION ALL
+    SELECT 'read_committed' AS view, topic, `partition`, `offset`, value FROM {{committed}}
+), parsed AS (
+    SELECT {level} AS level, view, `partition`, `offset`,
+           CASE WHEN is_valid_utf8(CAST(value AS STRING))
+                THEN from_json(CAST(value AS STRING), 'id BIGINT, created_at DOUBLE') END AS v
+    FROM views
+), shuffled AS (
+    SELECT level, view, `partition`, `offset`, v.id AS id, v.created_at AS created_at
+    FROM parsed WHERE level IS NOT NULL AND v.id IS NOT NULL
+    DISTRIBUTE BY level, `partition`
+), merged AS (
+    SELECT level, `partition`, `offset`, first(id) AS id, first(created_at) AS created_at,
+           max(view = 'read_uncommitted') AS read_uncommitted,
+           max(view = 'read_committed') AS read_committed
+    FROM shuffled GROUP BY level, `partition`, `offset`
+), marked AS (
+    SELECT level, `partition`, `offset`, id, created_at,
+           CASE WHEN {isolation} = 'read_uncommitted' THEN read_uncommitted
+                ELSE read_committed END AS stored,
+           read_uncommitted, read_committed
+    FROM merged
+)
+SELECT level, `partition`, `offset`, id, created_at, stored,
+       stored AND NOT read_committed AS aborted,
+       read_uncommitted AND NOT read_committed AS hidden,
+       greatest(-1, max(CASE WHEN stored THEN id END) OVER (
+           PARTITION BY level, `partition` ORDER BY `offset`
+           ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)) AS highest
+FROM marked
+"""
+
+
+def _facts_sql(producer_procs: Sequence[str], sink_proc: str, messages: int) -> str:
+    """One row per level and id that Kafka or the history names, with the checker's verdict.
+
+    Per level, partition and id the records give: copies, the first copy, aborted and hidden
+    copies, and whether the id is reordered in that partition (engine.checker.reordered_ids).
+    The largest id before a position only grows with the offset, so its minimum over an
+    id's copies is its value at the first copy: the id is reordered there when that is
+    larger than the id. Each history event is one row, plus one row per id named by a
+    producer's txn_abort or txn_commit (one scan of the history for both). History is
+    time-ordered, so the checker's first (setdefault) of an event is the earliest.
+    """
+    producer = _sql_in("split(proc, '#')[0]", producer_procs)
+    event = "(kind = 'event' AND id IS NOT NULL)"
+
+    def first_t(condition: str) -> str:
+        return f"min(CASE WHEN {event} AND {condition} THEN t END)"
+
+    no_copy = "NOT (copies > 0)"
+    return f"""
+WITH record_facts AS (
+    SELECT level, id, 'record' AS kind, `partition`,
+           sum(CAST(stored AS BIGINT)) AS copies,
+           min(CASE WHEN stored THEN `offset` END) AS first_offset,
+           min_by(created_at, CASE WHEN stored THEN `offset` END) AS first_created_at,
+           sum(CAST(aborted AS BIGINT)) AS aborted,
+           sum(CAST(hidden AS BIGINT)) AS hidden,
+           coalesce(min(CASE WHEN stored THEN highest END) > id, FALSE) AS reordered,
+           CAST(NULL AS DOUBLE) AS t, CAST(NULL AS STRING) AS proc, CAST(NULL AS STRING) AS ev
+    FROM {{records}} GROUP BY level, `partition`, id
+), history_facts AS (
+    SELECT level, e.id AS id, e.kind AS kind, CAST(NULL AS INT) AS `partition`,
+           CAST(0 AS BIGINT) AS copies, CAST(NULL AS BIGINT) AS first_offset,
+           CAST(NULL AS DOUBLE) AS first_created_at, CAST(0 AS BIGINT) AS aborted,
+           CAST(0 AS BIGINT) AS hidden, FALSE AS reordered,
+           t, coalesce(proc, '') AS proc, ev
+    FROM {{history}}
+    LATERAL VIEW inline(concat(
+        array(named_struct('kind', 'event', 'id', id)),
+        CASE WHEN {producer} AND ev IN ('txn_abort', 'txn_commit')
+             THEN coalesce(transform(ids, i -> named_struct('kind', 'txn', 'id', i)), array())
+             ELSE array() END
+    )) e
+), rows AS (
+    SELECT level, id, kind, `partition`, copies, first_offset, first_created_at, aborted,
+           hidden, reordered, t, proc, ev FROM record_facts
+    UNION ALL
+    SELECT level, id, kind, `partition`, copies, first_offset, first_created_at, aborted,
+           hidden, reordered, t, proc, ev FROM history_facts
+), facts AS (
+    SELECT level, id,
+           sum(copies) AS copies,
+           -- The first copy by (partition, offset) carries the created_at the latency uses;
+           -- min_by over one long (not min over a struct) keeps this a hash aggregation.
+           min_by(first_created_at,
+                  CAST(`partition` AS BIGINT) * {_OFFSET_BITS} + first_offset) AS created_at,
+           sum(aborted) AS aborted_copies,
+           max(reordered) AS reordered,
+           sum(hidden) AS hidden_copies,
+           {first_t(f"{producer} AND ev = 'send'")} AS sent_at,
+           {first_t(f"{producer} AND ev = 'ack'")} AS acked_at,
+           coalesce(max({event} AND {producer} AND ev = 'fail'), FALSE) AS failed,
+           {first_t(f"proc = {_sql_str(sink_proc)} AND ev = 'consumed'")} AS consumed_at,
+           coalesce(max(kind = 'txn' AND ev = 'txn_abort'), FALSE)
+               AND NOT coalesce(max(kind = 'txn' AND ev = 'txn_commit'), FALSE)
+               AS aborted_by_design,
+           sum(CAST(kind = 'event' AND ev = 'fenced' AS BIGINT)) AS fenced
+    FROM rows GROUP BY level, id
+)
+SELECT *,
+       id BETWEEN 0 AND {messages - 1} AS in_ledger,
+       CASE WHEN aborted_copies > 0 THEN 'visible although aborted'
+            WHEN {no_copy} AND aborted_by_design THEN 'aborted, as intended'
+            WHEN {no_copy} THEN 'lost'
+            WHEN copies > 1 THEN 'duplicated'
+            WHEN reordered THEN 'reordered'
+            ELSE 'delivered once' END AS verdict,
+       CASE WHEN acked_at IS NOT NULL THEN 'acked'
+            WHEN failed THEN 'failed'
+            WHEN sent_at IS NOT NULL THEN 'unacked'
+            ELSE 'unsent' END AS ack,
+       -- unrounded; verdict_rows rounds as the checker does
+       CASE WHEN consumed_at IS NOT NULL AND consumed_at != 0
+                 AND created_at IS NOT NULL AND created_at != 0 AND copies > 0
+            THEN (consumed_at - created_at) * 1000.0D END AS latency_ms
+FROM facts
+"""
+
+
+# The counts of a level, in the order the summary query returns them.
+_COUNTS = (
+    "present",
+    "sent",
+    "acked",
+    "delivered",
+    "duplicates",
+    "duplicated_messages",
+    "lost",
+    "reordered",
+    "aborted_visible",
+    "aborted_as_intended",
+    "hidden",
+    "fenced",
+    "latency_count",
+    "window_start",
+    "window_end",
+)
+
+
+def _summary_sql() -> str:
+    """Counts, the latency ranks the percentiles need and throughput per second, one job.
+
+    Nearest rank, exactly as engine.checker.percentile: the value at rank
+    max(1, ceil(q / 100.0 * n)) of the sorted latencies, for q = 0..100. A row of rank r
+    is kept when some q maps to r; that q lies within one of floor(100 r / n) (the double
+    arithmetic is Python's, so the check is exact), so three candidates are tried per row.
+    The rank and per-second branches read one shuffle of the timed rows by level.
+    """
+    ledger = "in_ledger"
+    lat = "latency_ms"
+
+    def count_if(condition: str) -> str:
+        return f"sum(CAST({ledger} AND {condition} AS BIGINT))"
+
+    counts = {
+        "present": f"sum(CAST({ledger} AS BIGINT))",
+        "sent": count_if("sent_at IS NOT NULL"),
+        "acked": count_if("acked_at IS NOT NULL"),
+        "delivered": count_if("copies > 0"),
+        "duplicates": f"sum(CASE WHEN {ledger} THEN greatest(copies - 1, 0) END)",
+        "duplicated_messages": count_if("copies > 1"),
+        "lost": count_if("verdict = 'lost'"),
+        "reordered": count_if("reordered"),
+        "aborted_visible": f"sum(CASE WHEN {ledger} THEN aborted_copies END)",
+        "aborted_as_intended": count_if("verdict = 'aborted, as intended'"),
+        "hidden": f"sum(CASE WHEN {ledger} THEN hidden_copies END)",
+        "fenced": "sum(fenced)",
+        "latency_count": count_if(f"{lat} IS NOT NULL"),
+        "window_start": f"min(CASE WHEN {ledger} AND {lat} IS NOT NULL THEN created_at END)",
+        "window_end": f"max(CASE WHEN {ledger} AND {lat} IS NOT NULL THEN consumed_at END)",
+    }
+    assert tuple(counts) == _COUNTS
+    fields = ", ".join(f"{_sql_str(k)}, {v}" for k, v in counts.items())
+
+    def rank_of(q: str) -> str:
+        return f"greatest(1, ceil(CAST({q} AS DOUBLE) / 100.0D * CAST(n AS DOUBLE)))"
+
+    candidate = "CAST(floor(100.0D * CAST(rn AS DOUBLE) / CAST(n AS DOUBLE)) AS INT)"
+    wanted = " OR ".join(
+        f"(q{k} BETWEEN 0 AND 100 AND {rank_of(f'q{k}')} = rn)" for k in ("0", "1", "2")
+    )
+    return f"""
+WITH timed AS (
+    SELECT level, {lat}, created_at, consumed_at FROM {{facts}}
+    WHERE {ledger} AND {lat} IS NOT NULL
+    DISTRIBUTE BY level
+), ranked AS (
+    SELECT level, {lat}, rn, n, c - 1 AS q0, c AS q1, c + 1 AS q2 FROM (
+        SELECT level, {lat}, rn, n, {candidate} AS c FROM (
+            SELECT level, {lat},
+                   row_number() OVER (PARTITION BY level ORDER BY {lat}) AS rn,
+                   count(1) OVER (PARTITION BY level) AS n
+            FROM timed))
+), seconds AS (
+    SELECT level, floor(consumed_at - start) AS second FROM (
+        SELECT level, consumed_at, min(created_at) OVER (PARTITION BY level) AS start
+        FROM timed)
+)
+SELECT 'counts' AS what, level, CAST(NULL AS BIGINT) AS key, CAST(NULL AS DOUBLE) AS value,
+       named_struct({fields}) AS counts
+FROM {{facts}} GROUP BY level
+UNION ALL
+SELECT 'rank', level, rn, {lat}, NULL FROM ranked WHERE {wanted}
+UNION ALL
+SELECT 's', level, second, CAST(count(1) AS DOUBLE), NULL FROM seconds GROUP BY level, second
+"""
+
+
+def judge(
+    *,
+    uncommitted: DataFrame,
+    committed: DataFrame,
+    history: DataFrame,
+    levels: Sequence[LevelSpec],
+    messages: int,
+    producer_procs: Sequence[str] = PRODUCER_PROCS,
+    sink_proc: str = SINK_PROC,
+    uncommitted_known: Mapping[str, bool] | None = None,
+) -> Judged:
+    """Judge every message of every level; the definitions are engine.checker's.
+
+    `uncommitted` and `committed` are the judged topics read at each isolation, with the
+    Kafka source's columns (topic, partition, offset, value). `history` has the columns
+    (level, t, proc, ev, id, ids). The ledger is ids 0..messages-1 for every level.
+    The result's `facts` (one row per level and id that Kafka or the history names) and
+    `records` (one per record position) stay cached until `Judged.release()`.
+    """
+    spark = uncommitted.sparkSession
+    records = _sql(
+        spark, _positions_sql(levels), uncommitted=uncommitted, committed=committed
+    ).persist()
+    facts = _sql(
+        spark, _facts_sql(producer_procs, sink_proc, messages), records=records, history=history
+    ).persist()
+    results = _summarise(facts, levels, messages, uncommitted_known)
+    return Judged(
+        results=results, facts=facts, records=records, messages=messages, levels=list(levels)
+    )
+
+
+def _rank(q: int, n: int) -> int:
+    """engine.checker.percentile's nearest rank of q in n sorted values."""
+    return max(1, math.ceil(q / 100.0 * n))
+
+
+def _summarise(
+    facts: DataFrame,
+    levels: Sequence[LevelSpec],
+    messages: int,
+    uncommitted_known: Mapping[str, bool] | None,
+) -> dict[str, dict[str, Any]]:
+    """Counts, the latency distribution and throughput per level, in one Spark job.
+
+    Ledger ids that neither Kafka nor the history names have no row in `facts`; they are
+    lost (no copy, not aborted on purpose), so they are counted as messages minus rows.
+    """
+    counts: dict[str, dict[str, Any]] = {}
+    ranked: dict[str, dict[int, float]] = {}
+    per_second: dict[str, dict[int, int]] = {s.level: {} for s in levels}
+    for r in _sql(facts.sparkSession, _summary_sql(), facts=facts).collect():
+        if r["what"] == "counts":
+            counts[r["level"]] = r["counts"].asDict()
+        elif r["what"] == "rank":
+            ranked.setdefault(r["level"], {})[r["key"]] = r["value"]
+        else:
+            per_second[r["level"]][r["key"]] = int(r["value"])
+    distribution: dict[str, dict[int, float]] = {s.level: {} for s in levels}
+    for level, c in counts.items():
+        n = c["latency_count"] or 0
+        for q in PERCENTILES if n else []:
+            distribution[level][q] = ranked[level][_rank(q, n)]
+
+    results: dict[str, dict[str, Any]] = {}
+    for spec in levels:
+        c = counts.get(spec.level) or {}
+        dist = distribution[spec.level]
+        seen = c.get("latency_count") or 0
+        window = c["window_end"] - c["window_start"] if seen else None
+        known = True if uncommitted_known is None else uncommitted_known.get(spec.level, True)
+        duplicated = c.get("duplicated_messages") or 0
+        results[spec.level] = {
+            "sink_topic": spec.topic,
+            "isolation": spec.isolation,
+            "messages": messages,
+            "sent": c.get("sent") or 0,
+            "acked": c.get("acked") or 0,
+            "delivered": c.get("delivered") or 0,
+            "duplicates": c.get("duplicates") or 0,
+            "duplicated_messages": duplicated,
+            "duplicated_share": round(duplicated / messages, 4) if messages else 0.0,
+            "lost": (c.get("lost") or 0) + messages - (c.get("present") or 0),
+            "reordered": c.get("reordered") or 0,
+            "aborted_visible": c.get("aborted_visible") or 0,
+            "aborted_as_intended": c.get("aborted_as_intended") or 0,
+            "aborted_at_read_uncommitted": (c.get("hidden") or 0) if known else None,
+            "fenced": c.get("fenced") or 0,
+            "latency_ms": {
+                "p50": _rounded(dist.get(50)),
+                "p95": _rounded(dist.get(95)),
+                "p99": _rounded(dist.get(99)),
+                "max": _rounded(dist.get(100)),
+            },
+            "latency_distribution_ms": [
+                {"q": q, "ms": _rounded(dist[q])} for q in PERCENTILES if q in dist
+            ],
+            "throughput": {
+                "messages": seen,
+                # Epoch seconds of second 0 of per_second, to line it up with the faults.
+                "window_start": c["window_start"] if seen else None,
+                "window_s": None if window is None else round(window, 3),
+                "messages_per_s": round(seen / window, 2) if window else None,
+                "per_second": _dense(per_second[spec.level]),
+            },
+        }
+    return results
+
+
+def _rounded(x: float | None) -> float | None:
+    """As engine.checker.latency_summary rounds: Python's round, not Spark's HALF_UP."""
+    return None if x is None else round(x, 2)
+
+
+def _share(part: int, whole: int) -> float:
+    return round(part / whole, 4) if whole else 0.0
+
+
+def _dense(counts: Mapping[int, int]) -> list[int]:
+    """{second: n} -> [n for second 0, 1, ...], with the empty seconds as 0."""
+    if not counts:
+        return []
+    return [counts.get(k, 0) for k in range(max(counts) + 1)]
+
+
+def verdict_rows(judged: Judged) -> dict[str, list[dict[str, Any]]]:
+    """Each level's verdicts as engine.checker.verdicts_to_rows gives them, ordered by id.
+
+    For a run's few thousand messages; a big run's table stays a DataFrame (verdicts()).
+    """
+    out: dict[str, list[dict[str, Any]]] = {s.level: [] for s in judged.levels}
+    for r in judged.verdicts().orderBy("level", "id").collect():
+        row = r.asDict()
+        level = row.pop("level")
+        row["latency_ms"] = _rounded(row["latency_ms"])
+        row["offsets"] = list(row["offsets"])
+        out[level].append(row)
+    return out
+
+
+# ---- the job --------------------------------------------------------------------------
+def _check_topics(bootstrap: str, topics: Sequence[str], run_id: str) -> None:
+    """Fail with one line if Kafka is down or the run's topics are gone.
+
+    Spark's Kafka source would otherwise read a missing topic as empty, and every message
+    would look lost.
+    """
+    from confluent_kafka import KafkaException
+
+    from engine.kafka.admin import admin_client
+
+    try:
+        metadata = admin_client(bootstrap).list_topics(timeout=5)
+    except KafkaException as exc:
+        raise MetricsError(
+            f"No Kafka broker answers at {bootstrap} ({exc.args[0].str()}). Start the run's "
+            "cluster, point LAB_METRICS_BOOTSTRAP (or --bootstrap) at it, or use --from-record."
+        ) from exc
+    missing = [t for t in topics if t not in metadata.topics]
+    if missing:
+        raise MetricsError(
+            f"The cluster at {bootstrap} has no topic {missing[0]}: run {run_id} was recorded "
+            "on another cluster, or its topics were deleted. Point LAB_METRICS_BOOTSTRAP (or "
+            "--bootstrap) at the run's cluster, or use --from-record."
+        )
+
+
+# What a level's result in result.json says that is no measurement (the faults fired, the
+# client settings, the times, the idempotency-key database's rows); it is carried over so
+# the output has every field of `engine run --json`.
+CARRIED_OVER = (
+    "faults",
+    "started_at",
+    "duration_s",
+    "producer_config",
+    "consumer_config",
+    "effects",
+    "effect_ids",
+    "duplicates_absorbed",
+    "effect_store",
+)
+
+
+def run_metrics(
+    run_id: str,
+    *,
+    spark: SparkSession | None = None,
+    spark_master: str | None = None,
+    bootstrap: str | None = None,
+    from_record: bool = False,
+    progress: Progress | None = None,
+    inputs: RunInputs | None = None,
+) -> tuple[dict[str, Any], Judged]:
+    """Compute a recorded run's metrics; returns ({"run_id", "scenario", "results"}, Judged).
+
+    Kafka is read through `bootstrap`, else LAB_METRICS_BOOTSTRAP, else the direct bootstrap
+    recorded for the run's cluster. With `from_record`, the records saved in the run folder
+    are used instead of Kafka. Without `spark`, the process's session is used (get_spark).
+    Call `Judged.release()` when done with the verdict table.
+    """
+    from engine.metrics.session import get_spark, metrics_bootstrap
+
+    report = progress or (lambda _what, _fraction: None)
+    run = inputs or load_run_inputs(run_id)
+    server = None
+    if not from_record:
+        server = bootstrap or metrics_bootstrap(run.recorded_bootstrap)
+        if not server:
+            raise MetricsError(
+                f"The run {run.run_id} records no Kafka bootstrap; set LAB_METRICS_BOOTSTRAP."
+            )
+        _check_topics(server, [s.topic for s in run.levels], run.run_id)  # before Spark starts
+    spark = spark or get_spark(spark_master, progress=lambda what, f: report(what, f * 0.5))
+    report("reading the run", 0.5)
+    history = read_history(spark, run.history_paths)
+    known = None
+    if server is None:
+        uncommitted, committed = read_recorded(spark, run.run_id)
+        known = {s.level: s.isolation == "read_uncommitted" for s in run.levels}
+    else:
+        topics = [s.topic for s in run.levels]
+        uncommitted = read_kafka(spark, server, topics, "read_uncommitted")
+        committed = read_kafka(spark, server, topics, "read_committed")
+    report("computing", 0.6)
+    try:
+        judged = judge(
+            uncommitted=uncommitted,
+            committed=committed,
+            history=history,
+            levels=run.levels,
+            messages=run.messages,
+            uncommitted_known=known,
+        )
+    except Exception as exc:
+        from py4j.protocol import Py4JJavaError
+        from pyspark.errors import PySparkException
+
+        if not isinstance(exc, PySparkException | Py4JJavaError):
+            raise
+        # Kafka went away mid-read, or a file vanished: say so in one line.
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise MetricsError(
+            f"Spark could not compute the metrics of {run.run_id}: {first[:300]}"
+        ) from exc
+    results = {
+        level: {
+            **{k: v for k, v in run.engine_results.get(level, {}).items() if k in CARRIED_OVER},
+            **metrics,
+        }
+        for level, metrics in judged.results.items()
+    }
+    report("done", 1.0)
+    return {"run_id": run.run_id, "scenario": run.scenario, "results": results}, judged
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """`spark-submit engine/metrics/spark_job.py RUN_ID [--bootstrap B] [--from-record]`."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="spark_job.py", description=__doc__.split("\n")[0])
+    parser.add_argument("run_id")
+    parser.add_argument("--bootstrap", help="Kafka bootstrap (default: the run's cluster)")
+    parser.add_argument("--from-record", action="store_true", help="read stored.json, not Kafka")
+    args = parser.parse_args(argv)
+    try:
+        output, judged = run_metrics(
+            args.run_id, bootstrap=args.bootstrap, from_record=args.from_record
+        )
+        judged.release()
+    except LabError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    print(json.dumps(output, indent=2, sort_keys=True, default=str))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,366 @@
+"""Property tests: Spark and the plain-Python reference recover what synthetic runs hold.
+
+Hypothesis builds runs as rows with the columns Spark's Kafka source gives (topic,
+partition, offset, value) and history events as engine.history.merge writes them, so no
+Kafka is needed. Two properties:
+
+- planted: duplicates, losses, reorders and aborted records placed on purpose are found
+  exactly, by both implementations;
+- messy: on arbitrary records (garbage values, ids outside the ledger, copies spread over
+  partitions, aborted copies anywhere) both implementations agree on every field and
+  every verdict.
+
+Each example is one Spark evaluation (about a second), so the example counts are modest.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from engine.metrics.spark_job import HISTORY_SCHEMA, KAFKA_SCHEMA, LevelSpec, judge, verdict_rows
+from tests.metrics import reference
+
+SETTINGS = settings(
+    max_examples=15,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+T0 = 1000.0  # times are multiples of 1/8 s from here: exact in binary, so latencies are too
+
+
+@pytest.fixture(scope="module")
+def spark() -> Iterator[Any]:
+    from engine.metrics.session import get_spark
+
+    yield get_spark("local[2]")
+
+
+@dataclass
+class Synthetic:
+    messages: int
+    levels: list[LevelSpec] = field(default_factory=list)
+    uncommitted: list[tuple[str, int, int, bytes | None]] = field(default_factory=list)
+    committed: list[tuple[str, int, int, bytes | None]] = field(default_factory=list)
+    history: list[dict[str, Any]] = field(default_factory=list)
+    expected: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def add_record(
+        self, topic: str, partition: int, offset: int, value: bytes | None, *, aborted: bool
+    ) -> None:
+        row = (topic, partition, offset, value)
+        self.uncommitted.append(row)
+        if not aborted:
+            self.committed.append(row)
+
+
+def value(message_id: Any, created_at: float | None, level: str) -> bytes:
+    """A record value as engine.roles.common.make_value writes it."""
+    body = {"id": message_id, "created_at": created_at, "run": "synthetic", "level": level}
+    return json.dumps({**body, "by": "producer"}, separators=(",", ":")).encode()
+
+
+def history_rows(events: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+    names = ["level", *HISTORY_SCHEMA.fieldNames()]
+    return [tuple(e.get(n) for n in names) for e in events]
+
+
+def run_spark(spark: Any, run: Synthetic) -> tuple[dict[str, Any], dict[str, Any]]:
+    history_schema = "level string, " + ", ".join(
+        f"{f.name} {f.dataType.simpleString()}" for f in HISTORY_SCHEMA.fields
+    )
+    # engine.history.merge sorts every run's events by time; so do the synthetic ones.
+    events = sorted(run.history, key=lambda e: e["t"])
+    judged = judge(
+        uncommitted=spark.createDataFrame(run.uncommitted, KAFKA_SCHEMA),
+        committed=spark.createDataFrame(run.committed, KAFKA_SCHEMA),
+        history=spark.createDataFrame(history_rows(events), history_schema),
+        levels=run.levels,
+        messages=run.messages,
+    )
+    try:
+        return judged.results, verdict_rows(judged)
+    finally:
+        judged.release()
+
+
+def run_reference(run: Synthetic) -> tuple[dict[str, Any], dict[str, Any]]:
+    return reference.judge(
+        uncommitted=run.uncommitted,
+        committed=run.committed,
+        history=sorted(run.history, key=lambda e: e["t"]),
+        levels=run.levels,
+        messages=run.messages,
+    )
+
+
+# ---- planted runs ---------------------------------------------------------------------
+FATE = st.fixed_dictionaries(
+    {
+        "copies": st.integers(0, 3),  # committed copies
+        "retry_at_end": st.booleans(),  # a further copy at the very end (a late retry)
+        "abort": st.sampled_from(["none", "none", "by-design", "retried"]),
+        "late": st.booleans(),  # written after every on-time message of its partition
+        "partition": st.integers(0, 2),  # modulo the run's partition count
+        "latency_eighths": st.integers(1, 80),
+        "ack": st.sampled_from(["acked", "acked", "failed", "unacked", "unsent"]),
+    }
+)
+
+
+@st.composite
+def planted_runs(draw: st.DrawFn) -> Synthetic:
+    messages = draw(st.integers(1, 25))
+    partitions = draw(st.integers(1, 3))
+    run = Synthetic(messages=messages)
+    for k in range(draw(st.integers(1, 3))):
+        isolation = draw(st.sampled_from(["read_uncommitted", "read_committed"]))
+        spec = LevelSpec(
+            level=f"level-{k}", topic=f"lab.synthetic.level-{k}.out", isolation=isolation
+        )
+        run.levels.append(spec)
+        fates = draw(st.lists(FATE, min_size=messages, max_size=messages))
+        fenced = draw(st.integers(0, 2))
+        plant(run, spec, fates, partitions, fenced)
+    return run
+
+
+def plant(
+    run: Synthetic, spec: LevelSpec, fates: list[dict[str, Any]], partitions: int, fenced: int
+) -> None:
+    """Write one level's records and history from each message's fate; note what to expect."""
+    committed_only = spec.isolation == "read_committed"
+    logs: dict[int, list[tuple[int, bool]]] = {p: [] for p in range(partitions)}  # (id, aborted)
+    fates = [dict(f) for f in fates]
+    for fate in fates:
+        if fate["abort"] == "by-design":
+            fate["copies"] = 0
+        # Only a second copy may go last: a message's first copy is what reordering judges.
+        fate["retry_at_end"] = fate["retry_at_end"] and fate["copies"] >= 2
+    for stage in ("on time", "late", "retries"):
+        for message_id, fate in enumerate(fates):
+            if stage == "retries":
+                copies = [False] if fate["retry_at_end"] else []
+            elif fate["late"] != (stage == "late"):
+                continue
+            else:
+                copies = [False] * (fate["copies"] - fate["retry_at_end"])
+                if fate["abort"] != "none":
+                    copies.insert(0, True)  # the aborted attempt came first
+            logs[fate["partition"] % partitions] += [(message_id, aborted) for aborted in copies]
+
+    visible: dict[int, int] = {}
+    events: list[dict[str, Any]] = []
+    for partition, log in logs.items():
+        offset = 0
+        for message_id, aborted in log:
+            created = T0 + message_id / 8
+            run.add_record(
+                spec.topic,
+                partition,
+                offset,
+                value(message_id, created, spec.level),
+                aborted=aborted,
+            )
+            offset += 2 if aborted else 1  # an abort marker follows an aborted record
+            if not (aborted and committed_only):
+                visible[message_id] = visible.get(message_id, 0) + 1
+        # Garbage the checker must ignore: a tombstone, a non-JSON value, a value with no id,
+        # an id outside the ledger; last, so they cannot reorder anything.
+        for raw in (None, b"not json", b'{"created_at": 1.0}', value(10_000, T0, spec.level)):
+            run.add_record(spec.topic, partition, offset, raw, aborted=False)
+            offset += 1
+
+    latencies = []
+    for message_id, fate in enumerate(fates):
+        created = T0 + message_id / 8
+        if fate["ack"] != "unsent":
+            events.append({"t": created, "proc": "producer", "ev": "send", "id": message_id})
+        if fate["ack"] in ("acked", "failed"):
+            ev = "ack" if fate["ack"] == "acked" else "fail"
+            events.append({"t": created + 1 / 8, "proc": "producer", "ev": ev, "id": message_id})
+        if fate["abort"] != "none":
+            events.append(
+                {"t": created, "proc": "producer", "ev": "txn_abort", "ids": [message_id]}
+            )
+        if fate["abort"] == "retried":
+            events.append(
+                {
+                    "t": created + 2 / 8,
+                    "proc": "producer#2",
+                    "ev": "txn_commit",
+                    "ids": [message_id],
+                }
+            )
+        if visible.get(message_id):
+            seen = created + fate["latency_eighths"] / 8
+            events.append({"t": seen, "proc": "sink", "ev": "consumed", "id": message_id})
+            # The processor's consumption is not the sink's: it must not count.
+            events.append(
+                {"t": seen - 1 / 16, "proc": "processor", "ev": "consumed", "id": message_id}
+            )
+            latencies.append(fate["latency_eighths"] * 125.0)
+    events += [{"t": T0 - 1, "proc": "processor", "ev": "fenced"} for _ in range(fenced)]
+    events += [
+        {"t": T0 - 2, "proc": "sink", "ev": "start"},
+        {"t": T0 - 2, "proc": "nemesis", "ev": "nemesis"},
+    ]
+    run.history += [{**e, "level": spec.level} for e in events]
+
+    # What was planted, counted from the plan rather than by the checker's rules.
+    on_time_max = {
+        p: max(
+            (
+                i
+                for i, f in enumerate(fates)
+                if not f["late"] and visible.get(i) and f["partition"] % partitions == p
+            ),
+            default=-1,
+        )
+        for p in range(partitions)
+    }
+    ledger = range(len(fates))
+    aborted_copies = sum(1 for f in fates if f["abort"] != "none")
+    by_design = sum(1 for f in fates if f["abort"] == "by-design")
+    ordered = sorted(latencies)
+
+    def nearest(q: int) -> float | None:
+        return ordered[max(1, math.ceil(q / 100.0 * len(ordered))) - 1] if ordered else None
+
+    run.expected[spec.level] = {
+        "sent": sum(1 for f in fates if f["ack"] != "unsent"),
+        "acked": sum(1 for f in fates if f["ack"] == "acked"),
+        "delivered": sum(1 for i in ledger if visible.get(i)),
+        "duplicates": sum(max(0, visible.get(i, 0) - 1) for i in ledger),
+        "lost": sum(
+            1 for i, f in enumerate(fates) if not visible.get(i) and f["abort"] != "by-design"
+        ),
+        "reordered": sum(
+            1
+            for i, f in enumerate(fates)
+            if f["late"] and visible.get(i) and on_time_max[f["partition"] % partitions] > i
+        ),
+        "aborted_visible": 0 if committed_only else aborted_copies,
+        "aborted_as_intended": by_design if committed_only else 0,
+        "aborted_at_read_uncommitted": aborted_copies,
+        "fenced": fenced,
+        "latency_ms": {
+            "p50": nearest(50),
+            "p95": nearest(95),
+            "p99": nearest(99),
+            "max": nearest(100),
+        },
+    }
+
+
+# A failing example is shrunk one Spark evaluation at a time, which outlasts pytest's 300 s.
+@pytest.mark.timeout(1200)
+@SETTINGS
+@given(run=planted_runs())
+def test_both_recover_what_was_planted(spark, run: Synthetic) -> None:
+    spark_results, spark_verdicts = run_spark(spark, run)
+    ref_results, ref_verdicts = run_reference(run)
+    for spec in run.levels:
+        expected = run.expected[spec.level]
+        for name, implementation in (("spark", spark_results), ("reference", ref_results)):
+            got = {k: implementation[spec.level][k] for k in expected}
+            assert got == expected, f"{name} / {spec.level}"
+    assert spark_results == ref_results
+    assert spark_verdicts == ref_verdicts
+
+
+# ---- messy runs -----------------------------------------------------------------------
+PROCS = ["producer", "producer#2", "source", "sink", "processor", "nemesis", ""]
+EVS = ["send", "ack", "fail", "consumed", "txn_abort", "txn_commit", "fenced", "start"]
+TIMES = st.sampled_from([0.0, 0.5, 1.0]) | st.floats(
+    1.0, 1e4, allow_nan=False, allow_infinity=False
+)
+
+
+@st.composite
+def messy_runs(draw: st.DrawFn) -> Synthetic:
+    messages = draw(st.integers(1, 20))
+    # Mostly a few small ids, so that copies, reorders and aborts of one id meet often.
+    ids = st.integers(0, 4) | st.integers(-2, messages + 2)
+    run = Synthetic(messages=messages)
+    for k in range(draw(st.integers(1, 4))):
+        isolation = draw(st.sampled_from(["read_uncommitted", "read_committed"]))
+        spec = LevelSpec(level=f"level-{k}", topic=f"lab.messy.{k}", isolation=isolation)
+        run.levels.append(spec)
+        records = draw(
+            st.lists(
+                st.tuples(
+                    st.integers(0, 2),  # partition
+                    ids | st.none(),
+                    st.none() | TIMES,  # created_at
+                    st.booleans(),  # aborted
+                    st.sampled_from(["json", "json", "json", "null", "garbage", "no-id"]),
+                ),
+                max_size=30,
+            )
+        )
+        offsets = [0, 0, 0]
+        for partition, message_id, created, aborted, kind in records:
+            raw = {
+                "json": value(message_id, created, spec.level),
+                "null": None,
+                "garbage": b"\xff\xfe not json",
+                "no-id": b'{"created_at": 2.0}',
+            }[kind]
+            run.add_record(spec.topic, partition, offsets[partition], raw, aborted=aborted)
+            offsets[partition] += draw(st.integers(1, 3))
+        events = draw(
+            st.lists(
+                st.fixed_dictionaries(
+                    {
+                        "t": TIMES,
+                        "proc": st.sampled_from(PROCS),
+                        "ev": st.sampled_from(EVS),
+                        "id": ids | st.none(),
+                        "ids": st.lists(ids, max_size=3),
+                    }
+                ),
+                max_size=60,
+            )
+        )
+        run.history += [{**e, "level": spec.level} for e in events]
+    return run
+
+
+@pytest.mark.timeout(1200)
+@SETTINGS
+@given(run=messy_runs())
+def test_spark_agrees_with_the_reference_on_anything(spark, run: Synthetic) -> None:
+    spark_results, spark_verdicts = run_spark(spark, run)
+    ref_results, ref_verdicts = run_reference(run)
+    for spec in run.levels:
+        assert spark_results[spec.level] == ref_results[spec.level], spec.level
+        assert spark_verdicts[spec.level] == ref_verdicts[spec.level], spec.level
+
+
+def test_an_empty_topic_loses_every_message(spark) -> None:
+    spec = LevelSpec(level="at-least-once", topic="lab.empty.out", isolation="read_uncommitted")
+    run = Synthetic(messages=3, levels=[spec])
+    results, verdicts = run_spark(spark, run)
+    assert results == run_reference(run)[0]
+    assert results[spec.level]["lost"] == 3
+    assert results[spec.level]["latency_ms"] == {"p50": None, "p95": None, "p99": None, "max": None}
+    assert [v["verdict"] for v in verdicts[spec.level]] == ["lost"] * 3
+
+
+def test_the_session_starts_in_the_background_once(spark) -> None:
+    from engine.metrics.session import MetricsSetupError, check_versions, start_spark_in_background
+
+    steps: list[tuple[str, float]] = []
+    future = start_spark_in_background(lambda what, fraction: steps.append((what, fraction)))
+    assert future.result(timeout=120) is spark  # one session per process
+    assert steps[-1] == ("ready", 1.0)
+    with pytest.raises(MetricsSetupError, match="does not match the pinned Kafka connector"):
+        check_versions("3.5.1")
