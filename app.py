@@ -5,6 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from pages._shared import mark_app_ran
+from pages._spark import autostart_spark
 from pages.cluster_panel import render_cluster_panel
 
 st.set_page_config(page_title="Kafka failure lab", page_icon="🧪", layout="wide")
@@ -14,6 +15,7 @@ navigation = st.navigation(
     [
         st.Page("pages/home.py", title="Guarantees", icon="🛡️", default=True),
         st.Page("pages/failure_lab.py", title="Failure lab", icon="💥"),
+        st.Page("pages/metrics.py", title="Metrics", icon="📊"),
         st.Page("pages/zombie.py", title="Zombie fencing", icon="🧟"),
         st.Page("pages/log_views.py", title="Log views", icon="📜"),
         st.Page("pages/lesson.py", title="Lesson", icon="🎓"),
@@ -21,4 +23,5 @@ navigation = st.navigation(
     ]
 )
 render_cluster_panel()
+autostart_spark()  # the JVM takes 13-20 s; by the time someone opens Metrics it is up
 navigation.run()

@@ -5,6 +5,7 @@ runs/RUN_ID/
   scenario.yaml         the scenario exactly as it was run
   config.json           the validated scenario, the cluster, each level's client settings
   result.json           the `engine run --json` object
+  metrics.json          the same object computed by Spark (`engine metrics`), once computed
   levels/LEVEL/         history.jsonl (every event), verdicts.json, stored.json,
                         and each client's own history, spec and log
 """
@@ -150,6 +151,23 @@ def load_run(run_id: str) -> dict[str, Any]:
         "levels": levels,
         "scenario_text": (folder / "scenario.yaml").read_text(),
     }
+
+
+def save_metrics(run_id: str, output: dict[str, Any], *, source: str) -> None:
+    """Keep Spark's metrics of a run beside it, so charts across runs need no recomputing."""
+    folder = run_folder(run_id)
+    if not folder.is_dir():
+        raise RunNotFoundError(f"There is no run '{run_id}' in {paths.runs_dir()}.")
+    _write_json(folder / "metrics.json", {**output, "source": source, "computed_at": time.time()})
+
+
+def load_metrics(run_id: str) -> dict[str, Any] | None:
+    """Spark's saved metrics of a run, or None if they were never computed (or are damaged)."""
+    path = run_folder(run_id) / "metrics.json"
+    try:
+        return json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError):
+        return None
 
 
 def list_runs() -> list[dict[str, Any]]:

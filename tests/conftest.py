@@ -16,6 +16,8 @@ import pytest
 _SESSION_DIR = Path(tempfile.mkdtemp(prefix="lab-tests-"))
 os.environ.setdefault("LAB_STATE_DIR", str(_SESSION_DIR / "state"))
 os.environ.setdefault("LAB_RUNS_DIR", str(_SESSION_DIR / "runs"))
+# AppTest runs app.py in this process: only the Metrics page's tests should start Spark.
+os.environ.setdefault("LAB_SPARK_AUTOSTART", "0")
 
 
 @pytest.fixture(scope="session")

@@ -7,12 +7,14 @@ Screenshots go to test-artifacts/ (the README shows some of them).
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -22,6 +24,7 @@ from engine.cluster.ports import free_ports, is_listening
 pytestmark = pytest.mark.kafka
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+SERVER: dict[str, Path] = {}  # the dashboard's runs folder, for checks behind the pages
 ARTIFACTS = paths.REPO_ROOT / "test-artifacts"
 
 
@@ -36,7 +39,9 @@ def dashboard(tmp_path_factory) -> Iterator[str]:
         "LAB_STATE_DIR": str(state / "state"),
         "LAB_RUNS_DIR": str(state / "runs"),
         "LAB_AUTOSTART": "1",
+        "LAB_SPARK_AUTOSTART": "1",
     }
+    SERVER["runs"] = state / "runs"
     server = subprocess.Popen(
         [
             sys.executable,
@@ -133,6 +138,62 @@ def test_replay_shows_the_recorded_run(page, dashboard):
     page.locator(".js-plotly-plot").first.wait_for()
     no_error_box(page)
     page.screenshot(path=str(ARTIFACTS / "replay.png"), full_page=True)
+
+
+def test_metrics_page_charts_sparks_results_of_the_run(page, dashboard):
+    page.goto(f"{dashboard}/metrics")
+    page.get_by_role("heading", name="Metrics").wait_for()
+    # Spark starts in the background when the dashboard opens, then computes the newest run.
+    page.get_by_text("Spark's counts equal the engine's checker").wait_for(timeout=240_000)
+    page.locator(".js-plotly-plot").nth(2).wait_for()
+    assert page.get_by_text("Spark read Kafka at").count() == 1
+    no_error_box(page)
+    page.screenshot(path=str(ARTIFACTS / "metrics.png"), full_page=True)
+
+
+def test_two_sessions_run_scenarios_at_once_and_their_runs_do_not_mix(page, dashboard):
+    """Two people on the same dashboard press Run at the same moment, on different scenarios."""
+    tabs = [page.context.browser.new_page(viewport={"width": 1500, "height": 2600}) for _ in "ab"]
+    try:
+        for tab in tabs:
+            tab.set_default_timeout(120_000)
+            tab.goto(f"{dashboard}/failure_lab")
+            tab.get_by_text("node 1: running").wait_for(timeout=180_000)
+        tabs[1].get_by_role("combobox", name="Scenario").click()
+        tabs[1].get_by_role("option", name="network-blip").click()
+        tabs[1].get_by_role("heading", name="A network blip while a batch is in flight").wait_for()
+        for tab in tabs:
+            tab.get_by_role("button", name="▶ Run").click()
+        done = []
+        for tab in tabs:
+            tab.get_by_text("Done: run").wait_for(timeout=240_000)
+            done.append(tab.get_by_text("Done: run").inner_text().split("Done: run")[-1].strip())
+            no_error_box(tab)
+        assert done[0] != done[1]
+        # Each page shows its own run: 20 messages for ack-loss, 47 for network-blip.
+        for tab, delivered in zip(tabs, ("20", "47"), strict=True):
+            metrics = tab.locator("[data-testid='stMetric']").all_inner_texts()
+            assert any(m.startswith("Delivered") and m.split()[-1] == delivered for m in metrics)
+        runs = {}
+        for run_id in done:
+            meta = json.loads((SERVER["runs"] / run_id / "run.json").read_text())
+            result = json.loads((SERVER["runs"] / run_id / "result.json").read_text())
+            runs[meta["scenario"]] = (meta, result)
+        assert set(runs) == {"ack-loss", "network-blip"}
+        (a, a_result), (b, b_result) = runs["ack-loss"], runs["network-blip"]
+        assert a["status"] == b["status"] == "complete"
+        assert a["started_at"] < b["finished_at"] and b["started_at"] < a["finished_at"], (
+            "the two runs overlapped in time"
+        )
+        for result, run_id in ((a_result, a["run_id"]), (b_result, b["run_id"])):
+            for level in result["results"].values():
+                assert run_id in level["sink_topic"], "each run reads only its own topics"
+        assert b_result["results"]["exactly-once"]["duplicates"] == 0
+        assert a_result["results"]["at-least-once"]["duplicates"] >= 1
+        tabs[1].screenshot(path=str(ARTIFACTS / "two-sessions.png"), full_page=True)
+    finally:
+        for tab in tabs:
+            tab.close()
 
 
 @pytest.mark.parametrize(

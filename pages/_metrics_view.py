@@ -1,0 +1,246 @@
+"""Charts of Spark's metrics: rates, latency distribution, throughput, and a scenario's history.
+
+Every figure is drawn from the `engine metrics` object saved in a run folder (metrics.json);
+the pure functions here build Plotly figures and tables, and the Metrics page lays them out.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pandas as pd
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from pages._run_view import fault_bands
+
+# One colour per level, the same in every chart of the page.
+LEVEL_COLOURS = {
+    "at-most-once": "#c62828",
+    "at-least-once": "#ef6c00",
+    "idempotent-only": "#6a1b9a",
+    "exactly-once": "#2e7d32",
+    "idempotency-key": "#1565c0",
+}
+RATES = [
+    ("duplicated_share", "messages duplicated"),
+    ("lost", "messages lost"),
+    ("reordered", "messages reordered"),
+    ("aborted_visible", "aborted records visible"),
+]
+
+
+def colour(level: str) -> str:
+    return LEVEL_COLOURS.get(level, "#616161")
+
+
+def ordered_results(metrics: dict[str, Any], order: list[str] | None = None) -> dict[str, Any]:
+    results = metrics.get("results", {})
+    first = [lv for lv in order or [] if lv in results]
+    return {lv: results[lv] for lv in first + sorted(set(results) - set(first))}
+
+
+def rate(result: dict[str, Any], key: str) -> float:
+    """A count as a share of the run's messages (duplicated_share is one already)."""
+    if key == "duplicated_share":
+        return float(result.get("duplicated_share") or 0.0)
+    messages = result.get("messages") or 0
+    return (result.get(key) or 0) / messages if messages else 0.0
+
+
+def rates_figure(results: dict[str, Any]) -> go.Figure:
+    """Grouped bars: for each kind of damage, one bar per level, as a share of the messages."""
+    figure = go.Figure()
+    for level, result in results.items():
+        figure.add_trace(
+            go.Bar(
+                name=level,
+                x=[label for _key, label in RATES],
+                y=[100 * rate(result, key) for key, _label in RATES],
+                marker_color=colour(level),
+                text=[_count_text(result, key) for key, _label in RATES],
+                textposition="outside",
+                textfont={"size": 14},
+                hovertemplate="%{x}: %{y:.1f}%<extra>" + level + "</extra>",
+            )
+        )
+    figure.update_layout(
+        barmode="group",
+        height=360,
+        yaxis_title="% of the run's messages",
+        margin={"l": 10, "r": 10, "t": 30, "b": 10},
+        legend={"orientation": "h", "y": -0.15},
+    )
+    return figure
+
+
+def _count_text(result: dict[str, Any], key: str) -> str:
+    """The count behind a bar, written on it; nothing on an empty bar."""
+    if key == "duplicated_share":
+        extra = result.get("duplicates") or 0
+        return f"{extra} extra" if extra else ""
+    return str(result.get(key) or "")
+
+
+def latency_cdf_figure(results: dict[str, Any], *, log_x: bool = False) -> go.Figure:
+    """The share of messages seen by the sink within x ms, per level (nearest-rank quantiles)."""
+    figure = go.Figure()
+    for level, result in results.items():
+        points = [p for p in result.get("latency_distribution_ms") or [] if p["ms"] is not None]
+        if not points:
+            continue
+        figure.add_trace(
+            go.Scatter(
+                name=level,
+                x=[p["ms"] for p in points],
+                y=[p["q"] / 100 for p in points],
+                mode="lines",
+                line={"color": colour(level), "shape": "hv", "width": 3},
+                hovertemplate="%{y:.0%} within %{x:.0f} ms<extra>" + level + "</extra>",
+            )
+        )
+    figure.update_layout(
+        height=360,
+        xaxis_title="end-to-end latency (ms)",
+        yaxis_title="share of delivered messages",
+        yaxis_tickformat=".0%",
+        margin={"l": 10, "r": 10, "t": 30, "b": 10},
+        legend={"orientation": "h", "y": -0.2},
+    )
+    if log_x:
+        figure.update_xaxes(type="log")
+    return figure
+
+
+def percentile_table(results: dict[str, Any]) -> pd.DataFrame:
+    rows = []
+    for level, result in results.items():
+        lat = result.get("latency_ms") or {}
+        tp = result.get("throughput") or {}
+        rows.append(
+            {
+                "level": level,
+                "p50 ms": lat.get("p50"),
+                "p95 ms": lat.get("p95"),
+                "p99 ms": lat.get("p99"),
+                "max ms": lat.get("max"),
+                "messages timed": tp.get("messages"),
+                "msg/s": tp.get("messages_per_s"),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def throughput_figure(results: dict[str, Any]) -> go.Figure:
+    """Messages first seen by the sink per second, one row per level, with its fault bands.
+
+    The x axis is seconds since the level started, the same axis as the run's timeline, so a
+    dip lines up with the fault that caused it.
+    """
+    levels = [lv for lv, r in results.items() if (r.get("throughput") or {}).get("per_second")]
+    figure = make_subplots(
+        rows=max(1, len(levels)),
+        cols=1,
+        shared_xaxes=True,
+        subplot_titles=levels or ["no message reached the sink"],
+        vertical_spacing=0.08,
+    )
+    for row, level in enumerate(levels, start=1):
+        result = results[level]
+        tp = result["throughput"]
+        started = result.get("started_at")
+        window_start = tp.get("window_start")
+        offset = window_start - started if started is not None and window_start else 0.0
+        figure.add_trace(
+            go.Bar(
+                name=level,
+                x=[offset + k + 0.5 for k in range(len(tp["per_second"]))],
+                y=tp["per_second"],
+                width=0.9,
+                marker_color=colour(level),
+                hovertemplate="second %{x:.0f}: %{y} messages<extra>" + level + "</extra>",
+                showlegend=False,
+            ),
+            row=row,
+            col=1,
+        )
+        if started is None or not window_start:
+            continue  # without a common origin, bands would be drawn in the wrong place
+        for band in fault_bands([], result, started):
+            figure.add_vrect(
+                x0=band["x0"],
+                x1=band["x1"],
+                fillcolor=band["colour"],
+                opacity=0.25,
+                line_width=0,
+                annotation_text=band["label"],
+                annotation_position="top left",
+                row=row,
+                col=1,
+            )
+    figure.update_layout(
+        height=max(220, 170 * len(levels)),
+        margin={"l": 10, "r": 10, "t": 40, "b": 10},
+        bargap=0.05,
+    )
+    figure.update_xaxes(title_text="seconds since the level started", row=max(1, len(levels)))
+    figure.update_yaxes(title_text="msg/s")
+    return figure
+
+
+def history_frame(saved_runs: list[dict[str, Any]]) -> pd.DataFrame:
+    """One row per (run, level) from the saved metrics of one scenario's runs, oldest first."""
+    rows = []
+    for meta, metrics in saved_runs:
+        for level, result in metrics.get("results", {}).items():
+            lat = result.get("latency_ms") or {}
+            rows.append(
+                {
+                    "run": meta["run_id"],
+                    "started": time.strftime(
+                        "%m-%d %H:%M:%S", time.localtime(meta.get("started_at") or 0)
+                    ),
+                    "started_at": meta.get("started_at") or 0,
+                    "level": level,
+                    "messages": result.get("messages"),
+                    "duplicates": result.get("duplicates"),
+                    "lost": result.get("lost"),
+                    "reordered": result.get("reordered"),
+                    "aborted visible": result.get("aborted_visible"),
+                    "p99 ms": lat.get("p99"),
+                    "source": metrics.get("source"),
+                }
+            )
+    frame = pd.DataFrame(rows)
+    return frame.sort_values("started_at") if not frame.empty else frame
+
+
+def history_figure(frame: pd.DataFrame) -> go.Figure:
+    """Duplicates, losses and p99 latency of each level across runs of one scenario."""
+    panels = [("duplicates", "duplicates"), ("lost", "lost"), ("p99 ms", "p99 latency (ms)")]
+    figure = make_subplots(rows=1, cols=len(panels), subplot_titles=[title for _c, title in panels])
+    for col, (column, _title) in enumerate(panels, start=1):
+        for level, rows in frame.groupby("level", sort=False):
+            figure.add_trace(
+                go.Scatter(
+                    name=level,
+                    x=rows["started"],
+                    y=rows[column],
+                    mode="lines+markers",
+                    line={"color": colour(level)},
+                    legendgroup=level,
+                    showlegend=col == 1,
+                    customdata=rows["run"],
+                    hovertemplate="%{customdata}: %{y}<extra>" + level + "</extra>",
+                ),
+                row=1,
+                col=col,
+            )
+    figure.update_layout(
+        height=340,
+        margin={"l": 10, "r": 10, "t": 40, "b": 10},
+        legend={"orientation": "h", "y": -0.25},
+    )
+    figure.update_xaxes(type="category", showticklabels=len(frame["run"].unique()) <= 12)
+    return figure

@@ -1,0 +1,84 @@
+"""The dashboard's one SparkSession, started in the background and shared by every session.
+
+A Spark JVM takes 13 to 20 s to start here, so the dashboard starts it as soon as it opens
+(unless LAB_SPARK_AUTOSTART=0) and pages show its progress instead of waiting for it.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from concurrent.futures import Future
+from typing import TYPE_CHECKING
+
+import streamlit as st
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+
+class SparkService:
+    """Owns the Future of the SparkSession and the latest progress line of its start."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._future: Future[SparkSession] | None = None
+        self.step = "not started"
+        self.fraction = 0.0
+        self.started_at: float | None = None
+        self.ready_after_s: float | None = None
+
+    def ensure_started(self) -> None:
+        """Start the session in a thread unless it is starting, running, or failed just now."""
+        from engine.metrics.session import start_spark_in_background
+
+        with self._lock:
+            if self._future is not None and not (
+                self._future.done() and self._future.exception() is not None
+            ):
+                return
+            self.step, self.fraction, self.started_at = "starting", 0.0, time.monotonic()
+            self.ready_after_s = None
+            self._future = start_spark_in_background(self._progress)
+
+    def _progress(self, what: str, fraction: float) -> None:
+        self.step, self.fraction = what, fraction
+        if fraction >= 1.0 and self.started_at is not None and self.ready_after_s is None:
+            self.ready_after_s = time.monotonic() - self.started_at
+
+    @property
+    def state(self) -> str:
+        """idle, starting, ready or failed."""
+        future = self._future
+        if future is None:
+            return "idle"
+        if not future.done():
+            return "starting"
+        return "failed" if future.exception() is not None else "ready"
+
+    @property
+    def error(self) -> BaseException | None:
+        future = self._future
+        return future.exception() if future is not None and future.done() else None
+
+    def session(self) -> SparkSession | None:
+        future = self._future
+        return future.result() if self.state == "ready" and future is not None else None
+
+    def wait(self, timeout: float | None = None) -> SparkSession:
+        """Block until the session is up (for tests and scripts; pages poll `state`)."""
+        self.ensure_started()
+        assert self._future is not None
+        return self._future.result(timeout=timeout)
+
+
+@st.cache_resource
+def spark_service() -> SparkService:
+    return SparkService()
+
+
+def autostart_spark() -> None:
+    """Called by app.py on every rerun; starts Spark once per server process."""
+    if os.environ.get("LAB_SPARK_AUTOSTART", "1") != "0":
+        spark_service().ensure_started()

@@ -1,0 +1,222 @@
+"""Metrics: a run's duplicates, losses, latency and throughput per level, computed by PySpark."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pandas as pd
+import streamlit as st
+
+from engine import record
+from engine.checker import LATENCY_DEFINITION
+from engine.errors import LabError
+from pages._metrics_view import (
+    history_figure,
+    history_frame,
+    latency_cdf_figure,
+    ordered_results,
+    percentile_table,
+    rates_figure,
+    throughput_figure,
+)
+from pages._shared import require_app, show_error
+from pages._spark import SparkService, spark_service
+
+require_app()
+
+# The counts the engine's checker wrote in result.json; Spark must find the same ones.
+COMPARED = ("sent", "acked", "delivered", "duplicates", "lost", "reordered", "aborted_visible")
+THROUGHPUT_HELP = (
+    "Messages whose latency was measured (delivered and seen by the sink), counted in the "
+    "second in which the sink first saw them. Bands are the faults the nemesis injected."
+)
+
+st.title("Metrics")
+st.caption(
+    "Computed by PySpark: Spark reads the run's topics from Kafka at both isolation levels, "
+    "joins them with the run's history, and judges every message."
+)
+
+
+def label(meta: dict[str, Any]) -> str:
+    when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(meta.get("started_at") or 0))
+    return f"{meta.get('scenario', '?')} · {when} · {meta['run_id'][-4:]}"
+
+
+def spark_panel(service: SparkService) -> None:
+    """Spark's state; while it starts, a progress bar that refreshes itself every second."""
+    state = service.state
+    if state == "starting":
+        st.session_state["metrics_waiting_for_spark"] = True
+
+    @st.fragment(run_every=1.0 if state == "starting" else None)
+    def panel() -> None:
+        now = service.state
+        if now == "starting":
+            st.progress(service.fraction, text=f"Starting Spark in the background: {service.step}")
+        elif now == "failed":
+            show_error(service.error or LabError("Spark did not start."))
+            if st.button("Try starting Spark again"):
+                service.ensure_started()
+                st.rerun()
+        elif now == "ready" and st.session_state.pop("metrics_waiting_for_spark", False):
+            st.rerun()  # the whole page: now it can compute
+
+    panel()
+
+
+def compute(run_id: str, service: SparkService) -> dict[str, Any] | None:
+    from engine.metrics.compute import compute_and_save
+
+    with st.status("Spark is computing the metrics…", expanded=True) as status:
+        bar = st.progress(0.0)
+        line = st.empty()
+
+        def progress(what: str, fraction: float) -> None:
+            bar.progress(min(1.0, max(0.0, fraction)))
+            line.write(what)
+
+        began = time.monotonic()
+        try:
+            output = compute_and_save(run_id, spark=service.session(), progress=progress)
+        except Exception as exc:
+            status.update(label="Spark could not compute the metrics", state="error")
+            show_error(exc)
+            return None
+        status.update(
+            label=f"Computed by Spark in {time.monotonic() - began:.1f} s",
+            state="complete",
+            expanded=False,
+        )
+    return output
+
+
+def agreement(metrics: dict[str, Any], checked: dict[str, Any]) -> list[str]:
+    """Where Spark's counts differ from the checker's (result.json): one line per difference."""
+    differences = []
+    for level, result in metrics.get("results", {}).items():
+        theirs = checked.get(level, {})
+        for key in COMPARED:
+            if key in theirs and theirs[key] != result.get(key):
+                differences.append(f"{level} {key}: Spark {result.get(key)}, checker {theirs[key]}")
+    return differences
+
+
+def render(meta: dict[str, Any], metrics: dict[str, Any]) -> None:
+    when = time.strftime("%H:%M:%S", time.localtime(metrics.get("computed_at") or 0))
+    st.caption(f"Spark read **{metrics.get('source')}** (computed at {when}).")
+    if metrics.get("fallback_reason"):
+        st.info(
+            "Kafka could not serve this run's topics, so Spark read the records saved with "
+            f"the run. {metrics['fallback_reason']}"
+        )
+    results = ordered_results(metrics, meta.get("levels"))
+    try:
+        checked = record.load_run(meta["run_id"])["result"]["results"]
+    except LabError:
+        checked = {}
+    differences = agreement(metrics, checked)
+    if checked and not differences:
+        st.success("Spark's counts equal the engine's checker on every level.", icon="✅")
+    elif differences:
+        st.warning(
+            "Spark and the checker disagree (the topics changed since the run?): "
+            + "; ".join(differences),
+            icon="⚠️",
+        )
+
+    st.subheader("Duplicates, losses, reorders")
+    shown = ("messages", *COMPARED)
+    counts = pd.DataFrame({level: {k: r.get(k) for k in shown} for level, r in results.items()})
+    st.dataframe(counts, width="stretch")
+    st.plotly_chart(rates_figure(results), width="stretch", key="metrics_rates")
+
+    st.subheader("End-to-end latency", help=LATENCY_DEFINITION)
+    log_x = st.toggle("Logarithmic time axis", key="metrics_log_x")
+    left, right = st.columns([3, 2])
+    left.plotly_chart(latency_cdf_figure(results, log_x=log_x), width="stretch", key="metrics_cdf")
+    right.dataframe(percentile_table(results), hide_index=True, width="stretch")
+
+    st.subheader("Throughput over time", help=THROUGHPUT_HELP)
+    st.plotly_chart(throughput_figure(results), width="stretch", key="metrics_throughput")
+
+    verdicts = metrics.get("verdicts") or {}
+    if verdicts:
+        st.subheader("Spark's verdict for each message")
+        level = st.radio("Level", list(results), horizontal=True, key="metrics_verdict_level")
+        table = pd.DataFrame(verdicts.get(level) or [])
+        if not table.empty:
+            kinds = sorted(table["verdict"].unique())
+            chosen = st.multiselect(
+                "Show verdicts", kinds, default=kinds, key=f"metrics_verdicts_{level}"
+            )
+            st.dataframe(table[table["verdict"].isin(chosen)], hide_index=True, width="stretch")
+
+
+def render_history(scenario: str, runs: list[dict[str, Any]], service: SparkService) -> None:
+    st.subheader(f"Across runs: {scenario}")
+    same = [m for m in runs if m.get("scenario") == scenario]
+    missing = [m for m in same if record.load_metrics(m["run_id"]) is None]
+    if missing:
+        clicked = st.button(
+            f"Compute the {len(missing)} run(s) without Spark metrics",
+            disabled=service.state != "ready",
+            key="metrics_fill_history",
+        )
+        if clicked:
+            bar = st.progress(0.0, text="Spark is computing the older runs…")
+            for i, meta in enumerate(missing, start=1):
+                try:
+                    from engine.metrics.compute import compute_and_save
+
+                    compute_and_save(meta["run_id"], spark=service.session())
+                except Exception as exc:
+                    show_error(exc)
+                bar.progress(i / len(missing), text=f"{i} of {len(missing)} runs computed")
+    saved = [(m, found) for m in same if (found := record.load_metrics(m["run_id"]))]
+    if len(saved) < 2:
+        st.caption(
+            f"{len(saved)} run(s) of {scenario} have Spark metrics; the history needs two. "
+            "Run the scenario again in the Failure lab."
+        )
+        return
+    frame = history_frame(saved)
+    st.plotly_chart(history_figure(frame), width="stretch", key="metrics_history")
+    st.dataframe(frame.drop(columns=["started_at"]), hide_index=True, width="stretch")
+
+
+runs = [m for m in record.list_runs() if m.get("status") == "complete"]
+if not runs:
+    st.info(
+        "No recorded runs yet. Run a scenario in the Failure lab, or with "
+        "`python -m engine run scenarios/ack-loss.yaml`."
+    )
+    st.stop()
+
+ids = [m["run_id"] for m in runs]
+latest = st.session_state.get("lab_run_id")
+meta = st.selectbox(
+    "Run",
+    runs,
+    index=ids.index(latest) if latest in ids else 0,
+    format_func=label,
+    key="metrics_run",
+)
+service = spark_service()
+service.ensure_started()
+spark_panel(service)
+
+saved = record.load_metrics(meta["run_id"])
+if service.state == "ready" and saved is None:
+    saved = compute(meta["run_id"], service)  # a run opened for the first time
+if saved is not None and st.button(
+    "Recompute with Spark (reads Kafka again)", disabled=service.state != "ready"
+):
+    saved = compute(meta["run_id"], service) or saved
+if saved is None:
+    if service.state == "starting":
+        st.info("The metrics appear here as soon as Spark is up.")
+    st.stop()
+render(meta, saved)
+render_history(meta["scenario"], runs, service)

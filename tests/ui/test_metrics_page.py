@@ -1,0 +1,96 @@
+"""The Metrics page: Spark's results of real runs, charted; Kafka first, the record otherwise."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from engine import paths, record
+from engine.runner import run_scenario
+from engine.scenario import list_scenarios, load_scenario
+
+APP = str(paths.REPO_ROOT / "app.py")
+COUNTS = ("sent", "acked", "delivered", "duplicates", "lost", "reordered", "aborted_visible")
+
+pytestmark = pytest.mark.kafka
+
+
+def open_metrics(run_id: str, *, timeout: float = 240.0) -> AppTest:
+    """Open the page on `run_id` and rerun it (as its fragment would) until Spark has computed."""
+    at = AppTest.from_file(APP, default_timeout=180).run()
+    at.session_state["lab_run_id"] = run_id
+    at.switch_page("pages/metrics.py").run()
+    deadline = time.monotonic() + timeout
+    while record.load_metrics(run_id) is None and time.monotonic() < deadline:
+        assert not at.exception, at.exception
+        assert not at.error, [e.value for e in at.error]
+        time.sleep(1.0)
+        at.run()
+    at.run()  # once more, so the page shows what was saved
+    return at
+
+
+@pytest.fixture(scope="module")
+def ack_loss_run(cluster1) -> dict:
+    path = list_scenarios()["ack-loss"]
+    return run_scenario(load_scenario(path), cluster1, source_text=path.read_text())
+
+
+def test_metrics_page_charts_what_spark_read_from_kafka(monkeypatch, ack_loss_run):
+    monkeypatch.setenv("LAB_AUTOSTART", "0")
+    run_id = ack_loss_run["run_id"]
+    at = open_metrics(run_id)
+    assert not at.exception
+    assert not at.error, [e.value for e in at.error]
+
+    saved = record.load_metrics(run_id)
+    assert saved is not None, "Spark's metrics were saved beside the run"
+    assert saved["source"].startswith("Kafka at 127.0.0.1:")
+    assert saved["fallback_reason"] is None
+    for level, checked in ack_loss_run["results"].items():
+        for key in COUNTS:
+            assert saved["results"][level][key] == checked[key], (level, key)
+    # at-least-once stored the retried batch twice; exactly-once kept one copy.
+    assert saved["results"]["at-least-once"]["duplicates"] >= 1
+    assert saved["results"]["exactly-once"]["duplicates"] == 0
+    assert len(saved["verdicts"]["exactly-once"]) == saved["results"]["exactly-once"]["messages"]
+
+    assert any("equal the engine's checker" in s.value for s in at.success)
+    charts = at.get("plotly_chart")
+    assert len(charts) >= 3, "rates, latency distribution and throughput are drawn"
+    assert any("Spark read **Kafka at" in c.value for c in at.caption)
+
+
+def test_a_run_whose_cluster_is_gone_is_computed_from_its_record(monkeypatch, ack_loss_run):
+    """A run copied from another machine: Kafka does not hold it, its folder still does."""
+    monkeypatch.setenv("LAB_AUTOSTART", "0")
+    source = record.run_folder(ack_loss_run["run_id"])
+    copy_id = ack_loss_run["run_id"] + "-copy"
+    copy = record.run_folder(copy_id)
+    shutil.copytree(source, copy)
+    (copy / "metrics.json").unlink(missing_ok=True)
+    meta = json.loads((copy / "run.json").read_text())
+    meta.update(run_id=copy_id, started_at=meta["started_at"] + 1)
+    (copy / "run.json").write_text(json.dumps(meta))
+    config = json.loads((copy / "config.json").read_text())
+    config["cluster"]["direct_bootstrap"] = "127.0.0.1:9"  # nothing listens there
+    (copy / "config.json").write_text(json.dumps(config))
+
+    at = open_metrics(copy_id)
+    assert not at.exception
+    assert not at.error, [e.value for e in at.error]
+    saved = record.load_metrics(copy_id)
+    assert saved is not None
+    assert saved["source"] == "the records saved with the run"
+    assert "127.0.0.1:9" in saved["fallback_reason"]
+    for level, checked in ack_loss_run["results"].items():
+        for key in ("delivered", "duplicates", "lost", "reordered"):
+            assert saved["results"][level][key] == checked[key], (level, key)
+    assert any("Kafka could not serve" in i.value for i in at.info)
+    # Two runs of ack-loss now have Spark metrics: the page draws their history.
+    assert any(s.value == "Across runs: ack-loss" for s in at.subheader)
+    assert len(at.get("plotly_chart")) >= 4
