@@ -2,7 +2,8 @@
 
     .venv/bin/python -m benchmarks.soak [--repeats 20] [--scenarios a,b] [--keep-runs 30]
 
-Per scenario it checks that the counts stay the same across repeats where the scenario is
+Per scenario it checks that every run keeps the promises of its file (`expect`), that the
+counts stay the same across repeats where the scenario is
 deterministic, and it samples, after every round: this process's open file descriptors,
 the number of live processes in its session (clients, proxy, JVMs), the RSS of the whole
 stack, and the disk use of runs/ (which LAB_KEEP_RUNS keeps bounded by pruning old runs).
@@ -82,6 +83,7 @@ def main() -> None:
     for cluster in clusters.values():
         cluster.start(timeout=240)
     outcomes: dict[str, Counter] = defaultdict(Counter)
+    broken: Counter[str] = Counter()  # runs whose results broke the file's `expect` block
     samples = []
     began = time.monotonic()
     try:
@@ -92,6 +94,9 @@ def main() -> None:
                     (lv, tuple(r[c] for c in COUNTS)) for lv, r in sorted(output["results"].items())
                 )
                 outcomes[name][key] += 1
+                for problem in scenario.unmet_expectations(output["results"]):
+                    broken[name] += 1
+                    print(f"  {name}: promise broken: {problem}", flush=True)
             samples.append(
                 (
                     round_no,
@@ -111,11 +116,12 @@ def main() -> None:
     finally:
         for cluster in clusters.values():
             cluster.stop()
-    print("\n| scenario | repeats | distinct outcomes | most common share |")
-    print("|---|---|---|---|")
+    print("\n| scenario | repeats | distinct outcomes | most common share | promises broken |")
+    print("|---|---|---|---|---|")
     for name, counter in outcomes.items():
         total = sum(counter.values())
-        print(f"| {name} | {total} | {len(counter)} | {counter.most_common(1)[0][1] / total:.0%} |")
+        share = counter.most_common(1)[0][1] / total
+        print(f"| {name} | {total} | {len(counter)} | {share:.0%} | {broken[name]} |")
     first, last = samples[0], samples[-1]
     print("\n| sample | open fds | child processes | stack RSS (MiB) | runs/ (MiB) |")
     print("|---|---|---|---|---|")
