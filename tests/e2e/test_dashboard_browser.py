@@ -198,7 +198,12 @@ def test_two_sessions_run_scenarios_at_once_and_their_runs_do_not_mix(page, dash
 
 @pytest.mark.parametrize(
     ("path", "heading"),
-    [("zombie", "Zombie fencing"), ("log_views", "Log views"), ("lesson", "Delivery guarantees")],
+    [
+        ("zombie", "Zombie fencing"),
+        ("log_views", "Log views"),
+        ("lesson", "Delivery guarantees"),
+        ("cost", "Cost of guarantees"),
+    ],
 )
 def test_every_other_page_opens_without_an_error(page, dashboard, path, heading):
     page.goto(f"{dashboard}/{path}")

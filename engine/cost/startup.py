@@ -1,0 +1,135 @@
+"""Cold and warm start times: the 1-node and 3-node embedded clusters, and the SparkSession.
+
+The cluster figures come from `benchmarks.cluster_start` (the same functions, not a copy):
+"cold" is Maven resolving Kafka's jars into an empty local repository plus the first start,
+"warm" a start with the jars cached. Spark is measured the same way: "cold" resolves Spark's
+Kafka connector into an empty repository and then starts a session; "warm" starts a session in
+a new Python process with the connector cached (the dashboard's case after a restart).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from engine import paths
+from engine.cluster import jars
+from engine.cost.stats import Summary, summarize
+from engine.cost.throughput import BenchmarkError
+
+Progress = Callable[[str, float], None]
+
+SPARK_START = (
+    "from engine.metrics.session import get_spark, stop_spark\n"
+    "get_spark()\n"
+    "print('READY', flush=True)\n"
+    "stop_spark()\n"
+)
+
+
+@dataclass
+class StartRow:
+    what: str
+    cold_s: float | None
+    warm: Summary
+    rss_idle_mib: float | None = None
+    rss_loaded_mib: float | None = None
+
+
+def cluster_rows(repeats: int, *, cold: bool, progress: Progress | None = None) -> list[StartRow]:
+    """1-node and 3-node start times and RSS, through benchmarks.cluster_start."""
+    from benchmarks.cluster_start import cold_jar_fetch, one_start
+
+    report = progress or (lambda _what, _fraction: None)
+    report("resolving Kafka's jars into an empty Maven repository", 0.0)
+    fetch = cold_jar_fetch() if cold else None
+    rows = []
+    for step, nodes in enumerate((1, 3)):
+        runs = []
+        for i in range(repeats):
+            report(f"starting the {nodes}-node cluster ({i + 1}/{repeats})", (step + i / 10) / 2)
+            runs.append(one_start(nodes, f"cost-start-{nodes}-{i}"))
+        starts = [r[0] for r in runs]
+        rows.append(
+            StartRow(
+                f"{nodes}-node cluster",
+                fetch + starts[0] if fetch is not None else None,
+                summarize(starts),
+                summarize([r[1] for r in runs]).median,
+                summarize([r[2] for r in runs]).median,
+            )
+        )
+    return rows
+
+
+def spark_start_s(timeout: float = 300.0) -> float:
+    """Seconds from launching a new Python process to its SparkSession being ready."""
+    began = time.monotonic()
+    proc = subprocess.Popen(
+        [sys.executable, "-c", SPARK_START],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        cwd=paths.REPO_ROOT,
+        env={**os.environ, "PYTHONPATH": str(paths.REPO_ROOT)},
+    )
+    assert proc.stdout is not None
+    ready = None
+    for line in proc.stdout:
+        if line.startswith("READY"):
+            ready = time.monotonic() - began
+            break
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+    if ready is None:
+        raise BenchmarkError(
+            "The SparkSession did not start (python -m engine.metrics.cli shows why); "
+            "the Spark start time is missing."
+        )
+    return ready
+
+
+def spark_connector_fetch_s() -> float:
+    """Resolve Spark's Kafka connector into an empty Maven repository: the first-run fetch."""
+    from engine.metrics.session import CONNECTOR_POM
+
+    with tempfile.TemporaryDirectory() as tmp:
+        began = time.monotonic()
+        subprocess.run(
+            [
+                jars.find_maven(),
+                "-q",
+                "-B",
+                "-f",
+                str(CONNECTOR_POM),
+                f"-Dmaven.repo.local={tmp}/m2",
+                f"-Dspark.kafka.jars={Path(tmp) / 'jars'}",
+                "package",
+            ],
+            check=True,
+            capture_output=True,
+            timeout=900,
+        )
+        return time.monotonic() - began
+
+
+def spark_row(repeats: int, *, cold: bool, progress: Progress | None = None) -> StartRow:
+    report = progress or (lambda _what, _fraction: None)
+    report("resolving Spark's Kafka connector into an empty Maven repository", 0.0)
+    fetch = spark_connector_fetch_s() if cold else None
+    starts = []
+    for i in range(repeats):
+        report(f"starting a SparkSession in a new process ({i + 1}/{repeats})", i / repeats)
+        starts.append(spark_start_s())
+    return StartRow(
+        "SparkSession", fetch + starts[0] if fetch is not None else None, summarize(starts)
+    )
