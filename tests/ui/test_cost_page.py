@@ -13,7 +13,7 @@ from streamlit.testing.v1 import AppTest
 
 from engine import paths
 from engine.cost import published
-from pages._shared import APP_MARK
+from pages._shared import APP_MARK, cluster_service
 
 APP = paths.REPO_ROOT / "app.py"
 PAGE = "pages/cost.py"
@@ -29,7 +29,15 @@ def open_page(timeout: float) -> AppTest:
     return at.run()
 
 
-def test_the_page_shows_the_published_claims_without_a_cluster(monkeypatch):
+@pytest.fixture
+def no_cluster_service():
+    """A fresh, idle cluster service: earlier AppTests in this process may have left one ready."""
+    cluster_service.clear()
+    yield
+    cluster_service.clear()
+
+
+def test_the_page_shows_the_published_claims_without_a_cluster(monkeypatch, no_cluster_service):
     monkeypatch.setenv("LAB_AUTOSTART", "0")
     monkeypatch.setenv("LAB_SPARK_AUTOSTART", "0")
     at = open_page(30)
