@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import os
 import time
+from collections import Counter
 
 import streamlit as st
+from confluent_kafka import KafkaException
 
+from engine.kafka.admin import all_partition_leaders
 from pages._shared import ClusterService, cluster_service, show_error
 
 STATE_ICONS = {"running": "🟢", "paused": "🟡", "down": "🔴"}
@@ -48,12 +51,32 @@ def _status(service: ClusterService) -> None:
         f"**{status.backend}** backend · Kafka {status.kafka_version} · "
         + ("reachable" if status.reachable else "**not reachable**")
     )
+    leaders = _leaders(status.direct_bootstrap) if status.reachable else None
+    led = Counter(leader for parts in (leaders or {}).values() for leader in parts.values())
     for node in status.nodes:
         controller = " · controller" if node.node_id == status.controller_id else ""
+        leads = f" · leads {led[node.node_id]}" if leaders is not None else ""
         st.markdown(
             f"{STATE_ICONS.get(str(node.state), '⚪')} node {node.node_id}: "
-            f"{node.state}{controller}"
+            f"{node.state}{controller}{leads}"
         )
+    if led[-1]:
+        st.warning(f"{led[-1]} partition(s) have no leader right now.", icon="⚠️")
+    if leaders:
+        with st.expander("Partition leaders"):
+            st.caption("The newest topics first (run topics carry the run's time in their name).")
+            newest = sorted((t for t in leaders if not t.startswith("__")), reverse=True)[:8]
+            shown = newest + sorted(t for t in leaders if t.startswith("__"))
+            st.markdown(
+                "\n".join(
+                    f"- `{topic}`: "
+                    + ", ".join(
+                        f"p{p} → {'none' if n < 0 else f'node {n}'}"
+                        for p, n in sorted(leaders[topic].items())
+                    )
+                    for topic in shown
+                )
+            )
     with st.popover("Addresses"):
         st.code(
             f"clients (through the fault proxy): {status.proxied_bootstrap}\n"
@@ -77,6 +100,14 @@ def _status(service: ClusterService) -> None:
     recent = [a for a in service.announcements if time.time() - a.at < 30]
     for note in recent[-3:]:
         st.info(f"{time.strftime('%H:%M:%S', time.localtime(note.at))} · {note.text}")
+
+
+def _leaders(bootstrap: str) -> dict[str, dict[int, int]] | None:
+    """Partition leaders of every topic; None while no broker answers (a node may be down)."""
+    try:
+        return all_partition_leaders(bootstrap)
+    except KafkaException:
+        return None
 
 
 def _start_controls(service: ClusterService) -> None:

@@ -86,6 +86,16 @@ def partition_leaders(bootstrap: str, topic: str, timeout: float = 5.0) -> dict[
     return {p: pm.leader for p, pm in meta.partitions.items()}
 
 
+def all_partition_leaders(bootstrap: str, timeout: float = 2.0) -> dict[str, dict[int, int]]:
+    """Every topic's partitions and the node leading each (-1: none right now)."""
+    md = admin_client(bootstrap).list_topics(timeout=timeout)
+    return {
+        name: {p: pm.leader for p, pm in meta.partitions.items()}
+        for name, meta in md.topics.items()
+        if meta.error is None
+    }
+
+
 def create_topic(
     bootstrap: str,
     name: str,

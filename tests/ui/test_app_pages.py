@@ -34,6 +34,10 @@ def test_home_shows_each_level_with_its_real_settings(monkeypatch):
 @pytest.mark.kafka
 def test_sidebar_shows_the_running_cluster_and_its_nodes(monkeypatch, cluster1):
     monkeypatch.setenv("LAB_AUTOSTART", "1")
+    from engine.kafka.admin import all_partition_leaders, create_topic
+
+    if "sidebar-leaders" not in all_partition_leaders(cluster1.direct_bootstrap):
+        create_topic(cluster1.direct_bootstrap, "sidebar-leaders", partitions=2)
     pointer = paths.state_dir() / "current.json"
     pointer.write_text(json.dumps({"backend": "local", "name": cluster1.name}))
     try:
@@ -41,7 +45,8 @@ def test_sidebar_shows_the_running_cluster_and_its_nodes(monkeypatch, cluster1):
         assert not at.exception
         assert not at.error
         text = markdown_text(at)
-        assert "node 1: running · controller" in text
+        assert "node 1: running · controller · leads" in text
+        assert "`sidebar-leaders`: p0 → node 1, p1 → node 1" in text
         assert any("local" in c.value for c in at.caption)
     finally:
         pointer.unlink(missing_ok=True)
