@@ -40,7 +40,13 @@ class SparkService:
                 return
             self.step, self.fraction, self.started_at = "starting", 0.0, time.monotonic()
             self.ready_after_s = None
-            self._future = start_spark_in_background(self._progress)
+            self._future = start_spark_in_background(self._progress, then=self._warm_up)
+
+    def _warm_up(self, spark: SparkSession) -> None:
+        from engine.metrics.spark_job import warm_up_judgement
+
+        self._progress("warming up the metrics job", 0.95)
+        warm_up_judgement(spark)
 
     def _progress(self, what: str, fraction: float) -> None:
         self.step, self.fraction = what, fraction

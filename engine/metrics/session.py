@@ -221,19 +221,25 @@ def _warm_up(spark: SparkSession) -> None:
 
 
 def start_spark_in_background(
-    progress: Progress | None = None, master: str | None = None
+    progress: Progress | None = None,
+    master: str | None = None,
+    then: Callable[[SparkSession], None] | None = None,
 ) -> Future[SparkSession]:
     """Start the session in a thread; the Future holds it (or the error) when ready.
 
     The dashboard calls this at start-up and shows `progress` while people look at other
-    pages; the lead wraps the Future in st.cache_resource.
+    pages, and keeps the Future in st.cache_resource. `then` runs on the new session before
+    the Future is done (the dashboard warms the metrics job up with it).
     """
     future: Future[SparkSession] = Future()
     future.set_running_or_notify_cancel()
 
     def run() -> None:
         try:
-            future.set_result(get_spark(master, progress))
+            session = get_spark(master, progress)
+            if then is not None:
+                then(session)
+            future.set_result(session)
         except BaseException as exc:  # handed to whoever waits on the Future
             future.set_exception(exc)
 

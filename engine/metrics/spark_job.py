@@ -690,6 +690,45 @@ def verdict_rows(judged: Judged) -> dict[str, list[dict[str, Any]]]:
     return out
 
 
+def warm_up_judgement(spark: SparkSession) -> None:
+    """Judge a tiny made-up run, so a new session's first real judgement is not the slow one.
+
+    A session's first judgements parse, plan and JIT-compile everything once and take
+    several times longer than later ones. The dashboard runs this in the background right
+    after Spark starts; its results are thrown away.
+    """
+    levels = [
+        LevelSpec("warm-up-a", "warm-up.a", "read_uncommitted"),
+        LevelSpec("warm-up-b", "warm-up.b", "read_committed"),
+    ]
+    ids = range(20)
+    value = '{{"id":{},"created_at":{}}}'
+    records = spark.createDataFrame(
+        [(s.topic, 0, i, value.format(i, 1.0 + i).encode()) for s in levels for i in ids],
+        KAFKA_SCHEMA,
+    )
+    events = [
+        (s.level, 1.0 + i + dt, proc, ev, i, None)
+        for s in levels
+        for i in ids
+        for dt, proc, ev in (
+            (0.0, "producer", "send"),
+            (0.1, "producer", "ack"),
+            (0.2, "sink", "consumed"),
+        )
+    ]
+    history = spark.createDataFrame(
+        events, "level string, t double, proc string, ev string, id long, ids array<long>"
+    )
+    judged = judge(
+        uncommitted=records, committed=records, history=history, levels=levels, messages=len(ids)
+    )
+    try:
+        verdict_rows(judged)
+    finally:
+        judged.release()
+
+
 # ---- the job --------------------------------------------------------------------------
 def _check_topics(bootstrap: str, topics: Sequence[str], run_id: str) -> None:
     """Fail with one line if Kafka is down or the run's topics are gone.

@@ -364,3 +364,25 @@ def test_the_session_starts_in_the_background_once(spark) -> None:
     assert steps[-1] == ("ready", 1.0)
     with pytest.raises(MetricsSetupError, match="does not match the pinned Kafka connector"):
         check_versions("3.5.1")
+
+
+def test_the_dashboards_warm_up_judges_a_made_up_run_before_the_session_is_handed_out(
+    spark,
+) -> None:
+    from engine.metrics.session import start_spark_in_background
+    from engine.metrics.spark_job import warm_up_judgement
+
+    warmed: list[Any] = []
+    cached_before = len(spark.sparkContext._jsc.getPersistentRDDs())
+    views_before = {t.name for t in spark.catalog.listTables() if t.isTemporary}
+
+    def then(session: Any) -> None:
+        warm_up_judgement(session)
+        warmed.append(session)
+
+    future = start_spark_in_background(then=then)
+    assert future.result(timeout=300) is spark
+    assert warmed == [spark], "the warm-up ran before the Future was done"
+    # It leaves nothing behind: no temporary view and nothing cached.
+    assert {t.name for t in spark.catalog.listTables() if t.isTemporary} == views_before
+    assert len(spark.sparkContext._jsc.getPersistentRDDs()) == cached_before
