@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -79,22 +78,12 @@ def one_start(nodes: int, name: str) -> tuple[float, float, float]:
 def cold_jar_fetch() -> float:
     """Resolve the jars into an empty Maven repository and cache: the first-run download."""
     with tempfile.TemporaryDirectory() as tmp:
-        libs = Path(tmp) / "libs"
         began = time.monotonic()
-        subprocess.run(
-            [
-                jars.find_maven(),
-                "-q",
-                "-B",
-                "-f",
-                str(paths.KAFKA_POM),
-                f"-Dmaven.repo.local={tmp}/m2",
-                f"-Dkafka.libs={libs}",
-                "package",
-            ],
-            check=True,
-            capture_output=True,
-            timeout=900,
+        jars.maven_package(
+            paths.KAFKA_POM,
+            ("kafka.libs", Path(tmp) / "libs"),
+            what=f"Kafka {paths.kafka_version()}",
+            repo_local=Path(tmp) / "m2",
         )
         return time.monotonic() - began
 

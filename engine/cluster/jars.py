@@ -14,7 +14,7 @@ import subprocess
 from pathlib import Path
 
 from engine import paths
-from engine.errors import KafkaFetchError, MissingToolError
+from engine.errors import KafkaFetchError, LabError, MissingToolError
 
 MIN_JAVA = 17
 _COMPLETE_MARKER = ".complete"
@@ -84,32 +84,57 @@ def kafka_jars_ready(libs: Path | None = None) -> bool:
     return (libs / _COMPLETE_MARKER).exists()
 
 
+def maven_package(
+    pom: Path,
+    output: tuple[str, Path],
+    *,
+    what: str,
+    error: type[LabError] = KafkaFetchError,
+    offline: bool = False,
+    repo_local: Path | None = None,
+) -> None:
+    """Run `mvn package` on one of the lab's poms, which copies its jars into a folder.
+
+    `output` is the pom's property naming that folder and the folder itself. A failure is one
+    actionable `error` naming `what` was being fetched. `repo_local` replaces ~/.m2 (for
+    measuring a first-time fetch).
+    """
+    mvn = find_maven()
+    find_java()  # Maven needs a JDK too; fail with the clearer message first.
+    prop, folder = output
+    cmd = [mvn, "-q", "-B", "-f", str(pom), f"-D{prop}={folder}"]
+    if repo_local is not None:
+        cmd.append(f"-Dmaven.repo.local={repo_local}")
+    cmd += ["-o", "package"] if offline else ["package"]
+    try:
+        result = subprocess.run(cmd, capture_output=True, text=True, timeout=900, check=False)
+    except subprocess.TimeoutExpired as exc:
+        raise error(
+            f"Fetching {what} from Maven Central took over 15 minutes. "
+            "Check the network and run `python -m engine setup` again."
+        ) from exc
+    if result.returncode != 0:
+        tail = " ".join((result.stdout + result.stderr).strip().splitlines()[-3:])
+        raise error(
+            f"{what} could not be fetched from Maven Central "
+            f"(mvn exited {result.returncode}: {tail[:400]}). Check the network or the proxy "
+            "settings in ~/.m2/settings.xml, then run `python -m engine setup` again."
+        )
+
+
 def ensure_kafka_jars(*, offline: bool = False) -> Path:
     """Make sure the pinned Kafka jars are in the cache; fetch them with Maven if not."""
     libs = paths.kafka_libs_dir()
     if kafka_jars_ready(libs):
         return libs
-    mvn = find_maven()
-    find_java()  # Maven needs a JDK too; fail with the clearer message first.
-    if libs.exists():
+    if libs.exists():  # a half-finished copy from an interrupted fetch
         shutil.rmtree(libs)
-    cmd = [mvn, "-q", "-B", "-f", str(paths.KAFKA_POM), f"-Dkafka.libs={libs}", "package"]
-    if offline:
-        cmd.insert(1, "-o")
-    try:
-        result = subprocess.run(cmd, capture_output=True, text=True, timeout=900, check=False)
-    except subprocess.TimeoutExpired as exc:
-        raise KafkaFetchError(
-            f"Fetching Kafka {paths.kafka_version()} from Maven Central took over 15 minutes. "
-            "Check the network and run `python -m engine setup` again."
-        ) from exc
-    if result.returncode != 0:
-        tail = " ".join((result.stdout + result.stderr).strip().splitlines()[-3:])
-        raise KafkaFetchError(
-            f"Kafka {paths.kafka_version()} could not be fetched from Maven Central "
-            f"(mvn exited {result.returncode}: {tail[:400]}). Check the network or the proxy "
-            "settings in ~/.m2/settings.xml, then run `python -m engine setup` again."
-        )
+    maven_package(
+        paths.KAFKA_POM,
+        ("kafka.libs", libs),
+        what=f"Kafka {paths.kafka_version()}",
+        offline=offline,
+    )
     jar = libs / f"kafka_2.13-{paths.kafka_version()}.jar"
     if not jar.exists():
         raise KafkaFetchError(f"Maven finished, but {jar} is missing; delete {libs} and retry.")

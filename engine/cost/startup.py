@@ -100,24 +100,15 @@ def spark_start_s(timeout: float = 300.0) -> float:
 
 def spark_connector_fetch_s() -> float:
     """Resolve Spark's Kafka connector into an empty Maven repository: the first-run fetch."""
-    from engine.metrics.session import CONNECTOR_POM
+    from engine.metrics.session import CONNECTOR_POM, connector_version
 
     with tempfile.TemporaryDirectory() as tmp:
         began = time.monotonic()
-        subprocess.run(
-            [
-                jars.find_maven(),
-                "-q",
-                "-B",
-                "-f",
-                str(CONNECTOR_POM),
-                f"-Dmaven.repo.local={tmp}/m2",
-                f"-Dspark.kafka.jars={Path(tmp) / 'jars'}",
-                "package",
-            ],
-            check=True,
-            capture_output=True,
-            timeout=900,
+        jars.maven_package(
+            CONNECTOR_POM,
+            ("spark.kafka.jars", Path(tmp) / "jars"),
+            what=f"Spark's Kafka connector {connector_version()}",
+            repo_local=Path(tmp) / "m2",
         )
         return time.monotonic() - began
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import subprocess
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future
@@ -79,28 +78,17 @@ def ensure_connector_jars(*, offline: bool = False) -> list[Path]:
     """The connector's jars, fetched from Maven Central with spark-deps/pom.xml if missing."""
     jars_dir = connector_dir()
     if not (jars_dir / _COMPLETE_MARKER).exists():
-        from engine.cluster.jars import find_java, find_maven
+        from engine.cluster.jars import maven_package
 
-        mvn = find_maven()
-        find_java()
         if jars_dir.exists():  # a half-finished copy from an interrupted fetch
             shutil.rmtree(jars_dir)
-        cmd = [mvn, "-q", "-B", "-f", str(CONNECTOR_POM), f"-Dspark.kafka.jars={jars_dir}"]
-        cmd += ["-o", "package"] if offline else ["package"]
-        try:
-            result = subprocess.run(cmd, capture_output=True, text=True, timeout=900, check=False)
-        except subprocess.TimeoutExpired as exc:
-            raise MetricsSetupError(
-                "Fetching Spark's Kafka connector from Maven Central took over 15 minutes. "
-                "Check the network and try again."
-            ) from exc
-        if result.returncode != 0:
-            tail = " ".join((result.stdout + result.stderr).strip().splitlines()[-3:])
-            raise MetricsSetupError(
-                f"Spark's Kafka connector {connector_version()} could not be fetched from Maven "
-                f"Central (mvn exited {result.returncode}: {tail[:400]}). Check the network "
-                "or ~/.m2/settings.xml, then try again."
-            )
+        maven_package(
+            CONNECTOR_POM,
+            ("spark.kafka.jars", jars_dir),
+            what=f"Spark's Kafka connector {connector_version()}",
+            error=MetricsSetupError,
+            offline=offline,
+        )
         if not list(jars_dir.glob("spark-sql-kafka-*.jar")):
             raise MetricsSetupError(f"Maven finished, but {jars_dir} holds no connector jar.")
         (jars_dir / _COMPLETE_MARKER).write_text(connector_version())
