@@ -25,9 +25,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from engine import paths
 from engine.cluster.jars import ensure_kafka_jars, find_java
-from engine.cluster.ports import free_ports, is_listening
+from engine.dashboard import serve_dashboard
 from engine.kafka.admin import create_topic
 from engine.scenario import list_scenarios, load_scenario
 
@@ -40,30 +39,16 @@ PAIRS = [
 ]
 
 
-def start_dashboard(state: Path, port: int) -> subprocess.Popen:
-    env = {
-        **os.environ,
-        "LAB_STATE_DIR": str(state / "state"),
-        "LAB_RUNS_DIR": str(state / "runs"),
-        "LAB_AUTOSTART": "1",
-        "LAB_SPARK_AUTOSTART": "0",
-    }
-    server = subprocess.Popen(
-        [
-            *(sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true"),
-            *("--server.address", "127.0.0.1", "--server.port", str(port)),
-            *("--browser.gatherUsageStats", "false"),
-        ],
-        cwd=paths.REPO_ROOT,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
+def start_dashboard(state: Path) -> tuple[subprocess.Popen, str]:
+    return serve_dashboard(
+        {
+            **os.environ,
+            "LAB_STATE_DIR": str(state / "state"),
+            "LAB_RUNS_DIR": str(state / "runs"),
+            "LAB_AUTOSTART": "1",
+            "LAB_SPARK_AUTOSTART": "0",
+        }
     )
-    deadline = time.monotonic() + 60
-    while not is_listening(port) and time.monotonic() < deadline:
-        time.sleep(0.3)
-    return server
 
 
 def cluster_bootstrap(state: Path) -> str:
@@ -144,15 +129,13 @@ def main() -> None:
     if chromium is None:
         sys.exit("Chromium is needed (Debian: apt-get install chromium; ./lab setup --test).")
     state = Path(tempfile.mkdtemp(prefix="lab-concurrent-"))
-    port = free_ports(1)[0]
-    server = start_dashboard(state, port)
+    server, url = start_dashboard(state)
     load = None
     rows = []
     began = time.monotonic()
     try:
         with sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
-            url = f"http://127.0.0.1:{port}"
             first = browser.new_page()
             first.goto(url)  # the first request goes to app.py, which sets up st.navigation
             first.get_by_text("node 1: running").wait_for(timeout=240_000)

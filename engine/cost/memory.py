@@ -24,17 +24,15 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from engine import paths
 from engine.cluster.embedded import EmbeddedCluster
-from engine.cluster.ports import free_ports, is_listening
 from engine.cost.throughput import BenchmarkError, new_topic, produce_trial, setups
+from engine.dashboard import serve_dashboard
 
 Progress = Callable[[str, float], None]
 GIB = 1024.0
@@ -137,7 +135,6 @@ class Sampler(threading.Thread):
 
 def start_dashboard(state_dir: Path) -> tuple[subprocess.Popen, str]:
     """`streamlit run app.py` on a free port, adopting the cluster recorded in `state_dir`."""
-    port = free_ports(1)[0]
     env = {
         **os.environ,
         "LAB_STATE_DIR": str(state_dir),
@@ -145,35 +142,7 @@ def start_dashboard(state_dir: Path) -> tuple[subprocess.Popen, str]:
         "LAB_RUNS_DIR": str(state_dir.parent / "runs"),  # the browser's run stays out of runs/
         "LAB_SPARK_AUTOSTART": "1",
     }
-    server = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "streamlit",
-            "run",
-            "app.py",
-            "--server.headless",
-            "true",
-            "--server.address",
-            "127.0.0.1",
-            "--server.port",
-            str(port),
-            "--browser.gatherUsageStats",
-            "false",
-        ],
-        cwd=paths.REPO_ROOT,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-    deadline = time.monotonic() + 60
-    while not is_listening(port) and time.monotonic() < deadline:
-        time.sleep(0.3)
-    if not is_listening(port):
-        server.kill()
-        raise BenchmarkError("The dashboard did not start listening within 60 s.")
-    return server, f"http://127.0.0.1:{port}"
+    return serve_dashboard(env)
 
 
 def open_pages(url: str, pages: list[str], notes: dict[str, object]) -> None:

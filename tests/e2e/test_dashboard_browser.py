@@ -10,8 +10,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from engine import paths
-from engine.cluster.ports import free_ports, is_listening
+from engine.dashboard import serve_dashboard
 
 pytestmark = pytest.mark.kafka
 
@@ -32,7 +30,6 @@ ARTIFACTS = paths.REPO_ROOT / "test-artifacts"
 def dashboard(tmp_path_factory) -> Iterator[str]:
     if CHROMIUM is None:
         pytest.fail("Chromium is installed by `./lab test` (Debian package chromium)")
-    port = free_ports(1)[0]
     state = tmp_path_factory.mktemp("dash")
     env = {
         **os.environ,
@@ -42,33 +39,9 @@ def dashboard(tmp_path_factory) -> Iterator[str]:
         "LAB_SPARK_AUTOSTART": "1",
     }
     SERVER["runs"] = state / "runs"
-    server = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "streamlit",
-            "run",
-            "app.py",
-            "--server.headless",
-            "true",
-            "--server.address",
-            "127.0.0.1",
-            "--server.port",
-            str(port),
-            "--browser.gatherUsageStats",
-            "false",
-        ],
-        cwd=paths.REPO_ROOT,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-    deadline = time.monotonic() + 60
-    while not is_listening(port) and time.monotonic() < deadline:
-        time.sleep(0.3)
+    server, url = serve_dashboard(env)
     try:
-        yield f"http://127.0.0.1:{port}"
+        yield url
     finally:
         server.terminate()
         server.wait(30)
