@@ -13,7 +13,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from pages._run_view import fault_bands
+from pages._run_view import draw_fault_bands
 
 # One colour per level, the same in every chart of the page.
 LEVEL_COLOURS = {
@@ -167,18 +167,7 @@ def throughput_figure(results: dict[str, Any]) -> go.Figure:
         )
         if started is None or not window_start:
             continue  # without a common origin, bands would be drawn in the wrong place
-        for band in fault_bands([], result, started):
-            figure.add_vrect(
-                x0=band["x0"],
-                x1=band["x1"],
-                fillcolor=band["colour"],
-                opacity=0.25,
-                line_width=0,
-                annotation_text=band["label"],
-                annotation_position="top left",
-                row=row,
-                col=1,
-            )
+        draw_fault_bands(figure, result, started, opacity=0.25, row=row, col=1)
     figure.update_layout(
         height=max(220, 170 * len(levels)),
         margin={"l": 10, "r": 10, "t": 40, "b": 10},

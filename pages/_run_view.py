@@ -136,16 +136,7 @@ def timeline_figure(history: list[dict[str, Any]], result: dict[str, Any]) -> go
                 hovertemplate="id %{y} · %{x:.3f}s · %{text}",
             )
         )
-    for band in fault_bands(history, result, start):
-        figure.add_vrect(
-            x0=band["x0"],
-            x1=band["x1"],
-            fillcolor=band["colour"],
-            opacity=0.18,
-            line_width=0,
-            annotation_text=band["label"],
-            annotation_position="top left",
-        )
+    draw_fault_bands(figure, result, start)
     figure.update_layout(
         height=420,
         margin={"l": 10, "r": 10, "t": 30, "b": 10},
@@ -156,9 +147,24 @@ def timeline_figure(history: list[dict[str, Any]], result: dict[str, Any]) -> go
     return figure
 
 
-def fault_bands(
-    history: list[dict[str, Any]], result: dict[str, Any], start: float
-) -> list[dict[str, Any]]:
+def draw_fault_bands(
+    figure: go.Figure, result: dict[str, Any], start: float, *, opacity: float = 0.18, **where: Any
+) -> None:
+    """Shade each fault of a level's result on `figure` (`where`: a subplot's row and col)."""
+    for band in fault_bands(result, start):
+        figure.add_vrect(
+            x0=band["x0"],
+            x1=band["x1"],
+            fillcolor=band["colour"],
+            opacity=opacity,
+            line_width=0,
+            annotation_text=band["label"],
+            annotation_position="top left",
+            **where,
+        )
+
+
+def fault_bands(result: dict[str, Any], start: float) -> list[dict[str, Any]]:
     """Faults as time bands: a pause lasts until its resume; an instant fault gets 50 ms."""
     bands = []
     paused_at: dict[str, float] = {}
