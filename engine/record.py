@@ -153,6 +153,18 @@ def load_run(run_id: str) -> dict[str, Any]:
     }
 
 
+def load_result(run_id: str) -> dict[str, Any]:
+    """The run's result.json alone (no histories or verdicts); {"results": {}} before it ends."""
+    folder = run_folder(run_id)
+    if not folder.is_dir():
+        raise RunNotFoundError(f"There is no run '{run_id}' in {paths.runs_dir()}.")
+    path = folder / "result.json"
+    try:
+        return json.loads(path.read_text()) if path.exists() else {"results": {}}
+    except (OSError, json.JSONDecodeError) as exc:
+        raise CorruptRunError(f"The run file {path} is damaged ({exc}).") from exc
+
+
 def save_metrics(run_id: str, output: dict[str, Any], *, source: str) -> None:
     """Keep Spark's metrics of a run beside it, so charts across runs need no recomputing."""
     folder = run_folder(run_id)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import threading
-import time
 from concurrent.futures import Future
 from typing import TYPE_CHECKING
 
@@ -26,8 +25,6 @@ class SparkService:
         self._future: Future[SparkSession] | None = None
         self.step = "not started"
         self.fraction = 0.0
-        self.started_at: float | None = None
-        self.ready_after_s: float | None = None
 
     def ensure_started(self) -> None:
         """Start the session in a thread unless it is starting, running, or failed just now."""
@@ -38,8 +35,7 @@ class SparkService:
                 self._future.done() and self._future.exception() is not None
             ):
                 return
-            self.step, self.fraction, self.started_at = "starting", 0.0, time.monotonic()
-            self.ready_after_s = None
+            self.step, self.fraction = "starting", 0.0
             self._future = start_spark_in_background(self._progress, then=self._warm_up)
 
     def _warm_up(self, spark: SparkSession) -> None:
@@ -50,8 +46,6 @@ class SparkService:
 
     def _progress(self, what: str, fraction: float) -> None:
         self.step, self.fraction = what, fraction
-        if fraction >= 1.0 and self.started_at is not None and self.ready_after_s is None:
-            self.ready_after_s = time.monotonic() - self.started_at
 
     @property
     def state(self) -> str:

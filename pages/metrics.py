@@ -113,7 +113,7 @@ def render(meta: dict[str, Any], metrics: dict[str, Any]) -> None:
         )
     results = ordered_results(metrics, meta.get("levels"))
     try:
-        checked = record.load_run(meta["run_id"])["result"]["results"]
+        checked = record.load_result(meta["run_id"])["results"]
     except LabError:
         checked = {}
     differences = agreement(metrics, checked)
@@ -157,7 +157,8 @@ def render(meta: dict[str, Any], metrics: dict[str, Any]) -> None:
 def render_history(scenario: str, runs: list[dict[str, Any]], service: SparkService) -> None:
     st.subheader(f"Across runs: {scenario}")
     same = [m for m in runs if m.get("scenario") == scenario]
-    missing = [m for m in same if record.load_metrics(m["run_id"]) is None]
+    saved_by_id = {m["run_id"]: record.load_metrics(m["run_id"]) for m in same}
+    missing = [m for m in same if saved_by_id[m["run_id"]] is None]
     if missing:
         clicked = st.button(
             f"Compute the {len(missing)} run(s) without Spark metrics",
@@ -165,16 +166,18 @@ def render_history(scenario: str, runs: list[dict[str, Any]], service: SparkServ
             key="metrics_fill_history",
         )
         if clicked:
+            from engine.metrics.compute import compute_and_save
+
             bar = st.progress(0.0, text="Spark is computing the older runs…")
             for i, meta in enumerate(missing, start=1):
                 try:
-                    from engine.metrics.compute import compute_and_save
-
-                    compute_and_save(meta["run_id"], spark=service.session())
+                    saved_by_id[meta["run_id"]] = compute_and_save(
+                        meta["run_id"], spark=service.session()
+                    )
                 except Exception as exc:
                     show_error(exc)
                 bar.progress(i / len(missing), text=f"{i} of {len(missing)} runs computed")
-    saved = [(m, found) for m in same if (found := record.load_metrics(m["run_id"]))]
+    saved = [(m, saved_by_id[m["run_id"]]) for m in same if saved_by_id[m["run_id"]]]
     if len(saved) < 2:
         st.caption(
             f"{len(saved)} run(s) of {scenario} have Spark metrics; the history needs two. "
