@@ -22,9 +22,18 @@ class HistoryWriter:
         # Kept open for the life of the role; line-buffered so each event is one write.
         self._file: TextIO = Path(path).open("a", buffering=1)  # noqa: SIM115
 
-    def write(self, ev: str, **attrs: Any) -> None:
+    def line(self, ev: str, **attrs: Any) -> str:
+        """One event as its JSONL line, stamped now, for a caller that writes lines in bulk."""
         record = {"t": time.time(), "proc": self.proc, "ev": ev, **attrs}
-        self._file.write(json.dumps(record, separators=(",", ":")) + "\n")
+        return json.dumps(record, separators=(",", ":")) + "\n"
+
+    def write(self, ev: str, **attrs: Any) -> None:
+        self._file.write(self.line(ev, **attrs))
+
+    def write_text(self, lines: str) -> None:
+        """Append complete lines in one write (a SIGKILL may tear only the last of them)."""
+        if lines:
+            self._file.write(lines)
 
     def close(self) -> None:
         self._file.close()

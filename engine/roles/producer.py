@@ -1,16 +1,24 @@
 """The workload's producer: writes uniquely identified JSON messages and records each fate.
 
-Events: `send` (the message was handed to librdkafka), `ack` (the broker confirmed it, with
-its partition and offset), `fail` (librdkafka gave up), and for transactional producers
-`txn_begin`, `txn_commit`, `txn_abort`, `txn_open` (held open on purpose) and `fenced`.
+Events: `send` (the message is about to be handed to librdkafka), `ack` (the broker confirmed
+it, with its partition and offset), `fail` (librdkafka gave up), and for transactional
+producers `txn_begin`, `txn_commit`, `txn_abort`, `txn_open` (held open on purpose) and
+`fenced`.
 
 Non-batch workloads flush after every message, so each message is its own Produce request
 and "the third request" in a scenario means the third message.
+
+The history costs little per message, so that the role keeps up with a bare confluent_kafka
+loop (issue 8): `send` lines are written a chunk at a time *before* that chunk is produced
+(a message in Kafka always has its `send` line, even after a SIGKILL), and delivery reports
+are formatted in the callback and written after each poll or flush slice, at most 0.1 s late.
 """
 
 from __future__ import annotations
 
+import json
 import time
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, Producer
@@ -25,16 +33,77 @@ from engine.roles.common import (
     printable,
 )
 
+# Messages per chunk in batch mode: one write of send lines, then their produce() calls.
+CHUNK = 1000
+# Delivery reports are written to the history at least this often while a flush waits.
+FLUSH_SLICE_S = 0.1
+
+
+class Stamp:
+    """The time as JSON text, formatted anew at most once a millisecond.
+
+    Formatting a float costs more than the rest of a history line, and delivery reports
+    arrive in bursts, so lines stamped within the same millisecond share one text.
+    """
+
+    def __init__(self) -> None:
+        self._at = 0.0
+        self._text = "0.0"
+
+    def __call__(self) -> str:
+        now = time.time()
+        if now - self._at >= 0.001:
+            self._at = now
+            self._text = repr(now)
+        return self._text
+
+
+class ProducerHistory:
+    """The role's send/ack/fail lines, formatted by hand in bulk.
+
+    Same lines as `HistoryWriter.write` gives (the tests compare them), without a json.dumps
+    per event: that alone would cost more than the produce() call it records.
+    """
+
+    def __init__(self, history: HistoryWriter) -> None:
+        self.history = history
+        self._proc = json.dumps(history.proc)
+        self._stamp = Stamp()
+        self._reports: list[str] = []
+
+    def sends(self, ids: Sequence[int]) -> None:
+        head = f'{{"t":{self._stamp()},"proc":{self._proc},"ev":"send","id":'
+        self.history.write_text("".join([f"{head}{message_id}}}\n" for message_id in ids]))
+
+    def on_delivery(self, err: KafkaError | None, msg: Any) -> None:
+        """librdkafka's delivery report: kept until `write_reports`."""
+        if err is None:
+            self._reports.append(
+                f'{{"t":{self._stamp()},"proc":{self._proc},"ev":"ack","id":{int(msg.key())},'
+                f'"partition":{msg.partition()},"offset":{msg.offset()}}}\n'
+            )
+        else:
+            self._reports.append(
+                self.history.line("fail", id=int(msg.key()), error=err.name(), reason=err.str())
+            )
+
+    def write_reports(self) -> None:
+        if self._reports:
+            self.history.write_text("".join(self._reports))
+            self._reports.clear()
+
 
 def run(spec: dict[str, Any]) -> int:
     history = HistoryWriter(spec["history"], spec["name"])
+    events = ProducerHistory(history)
     stop = StopFlag()
+    batch = bool(spec.get("batch"))
     conf = {
         "bootstrap.servers": spec["bootstrap"],
         "client.id": spec["client_id"],
         # Batch mode: hold messages until the final flush (which sends at once), so that a
         # slow moment on a busy machine cannot split "the batch" into two requests.
-        "linger.ms": 5000 if spec.get("batch") else 0,
+        "linger.ms": 5000 if batch else 0,
         "logger": client_logger(),
         **spec["config"],
     }
@@ -45,49 +114,71 @@ def run(spec: dict[str, Any]) -> int:
         conf["transactional.id"] = txn["id"]
     producer = Producer(conf)
     history.write("start", config=printable(conf))
+    topic, run_id, level, name = spec["topic"], spec["run_id"], spec["level"], spec["name"]
+    on_delivery = events.on_delivery
 
-    def on_delivery(err: KafkaError | None, msg: Any) -> None:
-        message_id = int(msg.key())
-        if err is None:
-            history.write("ack", id=message_id, partition=msg.partition(), offset=msg.offset())
-        else:
-            history.write("fail", id=message_id, error=err.name(), reason=err.str())
+    def send(chunk: Sequence[int]) -> None:
+        events.sends(chunk)
+        for message_id in chunk:
+            # Looked up at each call: the cost benchmark pads values through this name.
+            value = make_value(message_id, run_id, level, name)
+            while True:
+                try:
+                    producer.produce(topic, value, key=str(message_id), on_delivery=on_delivery)
+                    break
+                except BufferError:
+                    producer.poll(0.05)
+                    events.write_reports()
 
-    def send(message_id: int) -> None:
-        value = make_value(message_id, spec["run_id"], spec["level"], spec["name"])
-        history.write("send", id=message_id)
+    def flush(timeout_s: float) -> int:
+        """producer.flush in slices, writing the delivery reports after each; what is left."""
+        deadline = time.monotonic() + timeout_s
         while True:
-            try:
-                producer.produce(spec["topic"], value, key=str(message_id), on_delivery=on_delivery)
-                return
-            except BufferError:
-                producer.poll(0.05)
+            left = producer.flush(max(0.0, min(FLUSH_SLICE_S, deadline - time.monotonic())))
+            events.write_reports()
+            if left == 0 or time.monotonic() >= deadline:
+                return left
 
     ids: list[int] = spec["ids"]
     interval = 1.0 / spec["rate"] if spec.get("rate") else 0.0
+    timeout_s = float(spec.get("flush_timeout_s", 120))
     try:
         if txn:
-            run_transactions(producer, history, stop, ids, send, txn, bool(spec.get("batch")))
+            run_transactions(producer, history, stop, ids, send, flush, txn, batch)
         else:
-            for message_id in ids:
+            step = CHUNK if batch and not interval else 1
+            for start in range(0, len(ids), step):
                 if stop.stopped:
                     break
                 began = time.monotonic()
-                send(message_id)
-                if not spec.get("batch"):
-                    producer.flush(spec.get("flush_timeout_s", 120))
+                send(ids[start : start + step])
+                if batch:
+                    producer.poll(0)
+                    events.write_reports()
+                else:
+                    flush(timeout_s)
                 if interval:
                     time.sleep(max(0.0, interval - (time.monotonic() - began)))
-        remaining = producer.flush(spec.get("flush_timeout_s", 120))
+        remaining = flush(timeout_s)
         history.write("done", unflushed=remaining)
         return 0
     except KafkaException as exc:
+        events.write_reports()
         kind, error = fatal.classify(exc.args[0], producer)
         history.write(kind, error=error.name(), reason=error.str())
         return 3
 
 
-def run_transactions(producer, history, stop, ids, send, txn: dict[str, Any], batch: bool) -> None:
+def run_transactions(
+    producer: Producer,
+    history: HistoryWriter,
+    stop: StopFlag,
+    ids: list[int],
+    send: Callable[[Sequence[int]], None],
+    flush: Callable[[float], int],
+    txn: dict[str, Any],
+    batch: bool,
+) -> None:
     """Send `ids` in transactions of `size`; abort the ones listed, hold one open if asked."""
     producer.init_transactions(30)
     history.write("txn_init", transactional_id=txn["id"])
@@ -100,19 +191,23 @@ def run_transactions(producer, history, stop, ids, send, txn: dict[str, Any], ba
         chunk = ids[start : start + size]
         producer.begin_transaction()
         history.write("txn_begin", txn=index, ids=chunk)
-        for message_id in chunk:
-            send(message_id)
-            if not batch:
-                producer.flush(120)  # one Produce request per message, as outside transactions
-        producer.flush(120)
+        if batch:
+            send(chunk)
+        else:
+            for message_id in chunk:
+                send([message_id])
+                flush(120)  # one Produce request per message, as outside transactions
+        flush(120)
         if hold.get("txn") == index:
             history.write("txn_open", txn=index, seconds=hold["seconds"])
             time.sleep(float(hold["seconds"]))
         if index in aborts:
             producer.abort_transaction(30)
+            flush(0)  # reports of anything the abort purged
             history.write("txn_abort", txn=index, ids=chunk)
         else:
             producer.commit_transaction(30)
+            flush(0)
             history.write("txn_commit", txn=index, ids=chunk)
 
 
