@@ -11,6 +11,7 @@ Settings from the environment:
 - LAB_METRICS_BOOTSTRAP: the Kafka bootstrap the job reads from, instead of the run's own
   cluster's direct listener.
 - LAB_SPARK_SHUFFLE_PARTITIONS (default 4), LAB_SPARK_DRIVER_MEMORY (default 2g).
+- LAB_SPARK_JAVA_OPTIONS: JVM options for the driver, after the lab's own (DRIVER_JIT).
 """
 
 from __future__ import annotations
@@ -152,10 +153,19 @@ def get_spark(master: str | None = None, progress: Progress | None = None) -> Sp
             .config("spark.driver.host", "127.0.0.1")
             .config("spark.driver.bindAddress", "127.0.0.1")
             .config("spark.sql.session.timeZone", "UTC")
+            # One judgement generates about 120 classes; with Spark's default of 100 cached
+            # ones, 26 of them were compiled again by Janino on every judgement.
+            .config("spark.sql.codegen.cache.maxEntries", "1000")
             # Spark's start-up WARN lines would land in the CLI's and dashboard's stderr.
             .config(
                 "spark.driver.extraJavaOptions",
-                f"-Dlog4j2.configurationFile={_quiet_log4j_config().as_uri()}",
+                " ".join(
+                    (
+                        f"-Dlog4j2.configurationFile={_quiet_log4j_config().as_uri()}",
+                        DRIVER_JIT,
+                        os.environ.get("LAB_SPARK_JAVA_OPTIONS", ""),
+                    )
+                ),
             )
         )
         session = builder.getOrCreate()
@@ -165,6 +175,14 @@ def get_spark(master: str | None = None, progress: Progress | None = None) -> Sp
         _session = session
         report("ready", 1.0)
         return session
+
+
+# The driver JVM compiles with C1 only. A judgement is a burst of short queries over a few
+# thousand rows: on 2 cores, C2's compiler threads competed with the queries for the first
+# dozen judgements (the first took 11-16 s, the second about 4 s), while C1-compiled code
+# reaches the same steady state here (2.5-3 s) from the second judgement on (first 6.5-9 s).
+# benchmarks/METRICS.md has the measurements. A cluster master's executors are not affected.
+DRIVER_JIT = "-XX:TieredStopAtLevel=1"
 
 
 def _quiet_log4j_config() -> Path:
