@@ -6,7 +6,6 @@
   read_uncommitted.
 - `yardsticks`: the engine's producer role against a bare confluent_kafka loop and Kafka's own
   ProducerPerformance, and the fault proxy against the direct listener.
-- `engine_producer`: runs the engine's producer role with values padded to a size.
 - `startup`, `memory`: start times and the peak memory of the whole stack.
 - `stats`, `published`, `report`: medians and spreads, the published figures, and tables.
 - `suite`: the quick run of the "Cost of guarantees" page.

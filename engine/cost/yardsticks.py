@@ -143,7 +143,7 @@ def engine_producer(
     spec_path = folder / f"{name}.spec.json"
     spec_path.write_text(json.dumps(spec))
     out = subprocess.run(
-        [sys.executable, "-m", "engine.cost.engine_producer", str(spec_path)],
+        [sys.executable, "-m", "engine.roles.producer", str(spec_path)],
         capture_output=True,
         text=True,
         timeout=600,

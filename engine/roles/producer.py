@@ -26,36 +26,20 @@ from confluent_kafka import KafkaError, KafkaException, Producer
 from engine.history import HistoryWriter
 from engine.roles.common import (
     FatalErrors,
+    Stamp,
     StopFlag,
     client_logger,
     load_spec,
-    make_value,
     printable,
+    value_maker,
 )
 
 # Messages per chunk in batch mode: one write of send lines, then their produce() calls.
 CHUNK = 1000
 # Delivery reports are written to the history at least this often while a flush waits.
 FLUSH_SLICE_S = 0.1
-
-
-class Stamp:
-    """The time as JSON text, formatted anew at most once a millisecond.
-
-    Formatting a float costs more than the rest of a history line, and delivery reports
-    arrive in bursts, so lines stamped within the same millisecond share one text.
-    """
-
-    def __init__(self) -> None:
-        self._at = 0.0
-        self._text = "0.0"
-
-    def __call__(self) -> str:
-        now = time.time()
-        if now - self._at >= 0.001:
-            self._at = now
-            self._text = repr(now)
-        return self._text
+# History lines are stamped to the millisecond (see Stamp).
+HISTORY_RESOLUTION_S = 0.001
 
 
 class ProducerHistory:
@@ -68,7 +52,7 @@ class ProducerHistory:
     def __init__(self, history: HistoryWriter) -> None:
         self.history = history
         self._proc = json.dumps(history.proc)
-        self._stamp = Stamp()
+        self._stamp = Stamp(HISTORY_RESOLUTION_S)
         self._reports: list[str] = []
 
     def sends(self, ids: Sequence[int]) -> None:
@@ -79,7 +63,7 @@ class ProducerHistory:
         """librdkafka's delivery report: kept until `write_reports`."""
         if err is None:
             self._reports.append(
-                f'{{"t":{self._stamp()},"proc":{self._proc},"ev":"ack","id":{int(msg.key())},'
+                f'{{"t":{self._stamp()},"proc":{self._proc},"ev":"ack","id":{msg.key().decode()},'
                 f'"partition":{msg.partition()},"offset":{msg.offset()}}}\n'
             )
         else:
@@ -114,14 +98,17 @@ def run(spec: dict[str, Any]) -> int:
         conf["transactional.id"] = txn["id"]
     producer = Producer(conf)
     history.write("start", config=printable(conf))
-    topic, run_id, level, name = spec["topic"], spec["run_id"], spec["level"], spec["name"]
+    topic = spec["topic"]
+    # value_bytes: pad each value to this size (the cost benchmark's 1 KB messages).
+    make_value = value_maker(
+        spec["run_id"], spec["level"], spec["name"], int(spec.get("value_bytes") or 0)
+    )
     on_delivery = events.on_delivery
 
     def send(chunk: Sequence[int]) -> None:
         events.sends(chunk)
         for message_id in chunk:
-            # Looked up at each call: the cost benchmark pads values through this name.
-            value = make_value(message_id, run_id, level, name)
+            value = make_value(message_id)
             while True:
                 try:
                     producer.produce(topic, value, key=str(message_id), on_delivery=on_delivery)

@@ -1,13 +1,10 @@
-"""The cost benchmark's tables, claims, perf-test parsing and padded engine values."""
+"""The cost benchmark's tables, claims and perf-test parsing."""
 
 from __future__ import annotations
-
-import json
 
 import pytest
 
 from engine.cost import published, report
-from engine.cost.engine_producer import padded
 from engine.cost.latency import LatencyRun, LatencyTrial
 from engine.cost.throughput import ACKS1, BASELINE, BenchmarkError, Matrix, Trial, setups, txn_label
 from engine.cost.yardsticks import (
@@ -18,7 +15,6 @@ from engine.cost.yardsticks import (
     parse_perf_summary,
 )
 from engine.levels import LEVELS
-from engine.roles.common import make_value, parse_value
 
 PERF_OUTPUT = """\
 16021 records sent, 3204.2 records/sec (3.13 MB/sec), 1489.4 ms avg latency, 2174.0 ms max latency.
@@ -138,16 +134,3 @@ def test_java_props_spell_booleans_the_java_way():
         "enable.idempotence=false",
         "retries=3",
     ]
-
-
-@pytest.mark.parametrize("size", [200, 1024, 10240])
-def test_padded_values_have_the_size_and_still_parse(size):
-    value = padded(make_value, size)(12345, "run-1", "at-least-once", "producer")
-    assert len(value) == size
-    parsed = parse_value(value)
-    assert parsed is not None and parsed["id"] == 12345 and parsed["level"] == "at-least-once"
-
-
-def test_a_size_below_the_plain_value_leaves_it_alone():
-    plain = make_value(1, "r", "l", "p")
-    assert json.loads(padded(make_value, 10)(1, "r", "l", "p")).keys() == json.loads(plain).keys()

@@ -1,15 +1,16 @@
-"""The producer role's hand-formatted history lines and values are what json.dumps would give."""
+"""The producer role's hand-formatted history lines and values parse as json.dumps's would."""
 
 from __future__ import annotations
 
 import json
 from types import SimpleNamespace
 
+import pytest
 from confluent_kafka import KafkaError
 
 from engine.history import HistoryWriter, read_jsonl
-from engine.roles.common import make_value
-from engine.roles.producer import ProducerHistory, Stamp
+from engine.roles.common import Stamp, make_value, parse_value, value_maker
+from engine.roles.producer import ProducerHistory
 
 
 def message(key: int, partition: int, offset: int) -> SimpleNamespace:
@@ -24,6 +25,22 @@ def test_make_value_is_compact_json_in_field_order() -> None:
     assert list(parsed) == ["id", "created_at", "run", "level", "by"]
     assert parsed["id"] == 42 and parsed["by"] == 'odd "name"'
     assert json.dumps(parsed, separators=(",", ":")).encode() == value
+
+
+@pytest.mark.parametrize("size", [200, 1024, 10240])
+def test_padded_values_have_the_size_and_still_parse(size: int) -> None:
+    make = value_maker("run-1", "at-least-once", "producer", size)
+    for message_id in (0, 9, 12345, 10**9):
+        value = make(message_id)
+        assert len(value) == size
+        parsed = parse_value(value)
+        assert parsed is not None and parsed["id"] == message_id
+        assert parsed["level"] == "at-least-once" and set(parsed["pad"]) == {"x"}
+
+
+def test_a_size_below_the_plain_value_adds_no_pad() -> None:
+    value = value_maker("r", "l", "p", 10)(1)
+    assert json.loads(value).keys() == json.loads(make_value(1, "r", "l", "p")).keys()
 
 
 def test_send_ack_and_fail_lines_parse_like_write(tmp_path) -> None:
@@ -60,6 +77,6 @@ def test_send_ack_and_fail_lines_parse_like_write(tmp_path) -> None:
 
 
 def test_stamp_is_a_json_number_and_never_goes_back() -> None:
-    stamp = Stamp()
-    seen = [float(json.loads(stamp())) for _ in range(2000)]
-    assert seen == sorted(seen) and seen[0] > 1e9
+    stamp = Stamp(0.001)
+    seen = [json.loads(stamp()) for _ in range(2000)]
+    assert seen == sorted(seen) and seen[0] > 1e9 and isinstance(seen[0], float)
