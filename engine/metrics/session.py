@@ -179,9 +179,10 @@ def get_spark(master: str | None = None, progress: Progress | None = None) -> Sp
 
 # The driver JVM compiles with C1 only. A judgement is a burst of short queries over a few
 # thousand rows: on 2 cores, C2's compiler threads competed with the queries for the first
-# dozen judgements (the first took 11-16 s, the second about 4 s), while C1-compiled code
-# reaches the same steady state here (2.5-3 s) from the second judgement on (first 6.5-9 s).
-# benchmarks/METRICS.md has the measurements. A cluster master's executors are not affected.
+# dozen judgements (the first took 11-16 s, the second about 4 s), while C1 code reaches the
+# same 2.5-3 s from the second judgement on (first 6.5-9 s), and a session starts in 8 s, not
+# 13.6. Big local jobs pay: a million messages take 59 s instead of 35. For those, set
+# LAB_SPARK_JAVA_OPTIONS=-XX:TieredStopAtLevel=4 (the last flag wins). benchmarks/METRICS.md.
 DRIVER_JIT = "-XX:TieredStopAtLevel=1"
 
 
