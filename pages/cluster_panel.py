@@ -7,9 +7,7 @@ import time
 from collections import Counter
 
 import streamlit as st
-from confluent_kafka import KafkaException
 
-from engine.kafka.admin import all_partition_leaders
 from pages._shared import ClusterService, cluster_service, show_error
 
 STATE_ICONS = {"running": "🟢", "paused": "🟡", "down": "🔴"}
@@ -51,7 +49,7 @@ def _status(service: ClusterService) -> None:
         f"**{status.backend}** backend · Kafka {status.kafka_version} · "
         + ("reachable" if status.reachable else "**not reachable**")
     )
-    leaders = _leaders(status.direct_bootstrap) if status.reachable else None
+    leaders = status.partition_leaders  # from the status's own metadata request
     led = Counter(leader for parts in (leaders or {}).values() for leader in parts.values())
     for node in status.nodes:
         controller = " · controller" if node.node_id == status.controller_id else ""
@@ -100,14 +98,6 @@ def _status(service: ClusterService) -> None:
     recent = [a for a in service.announcements if time.time() - a.at < 30]
     for note in recent[-3:]:
         st.info(f"{time.strftime('%H:%M:%S', time.localtime(note.at))} · {note.text}")
-
-
-def _leaders(bootstrap: str) -> dict[str, dict[int, int]] | None:
-    """Partition leaders of every topic; None while no broker answers (a node may be down)."""
-    try:
-        return all_partition_leaders(bootstrap)
-    except KafkaException:
-        return None
 
 
 def _start_controls(service: ClusterService) -> None:

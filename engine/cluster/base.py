@@ -60,9 +60,12 @@ class ClusterStatus:
     kafka_version: str | None = None
     proxy: ProxyInfo | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    # topic -> partition -> leading node (-1: none); None when no broker answered
+    partition_leaders: dict[str, dict[int, int]] | None = None
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
+        data.pop("partition_leaders")  # every partition of every topic: too long to print
         data["nodes"] = [{**asdict(n), "state": str(n.state)} for n in self.nodes]
         return data
 
@@ -124,6 +127,7 @@ class Cluster(ABC):
             controller_id=view.controller_id if view else None,
             kafka_version=paths.kafka_version(),
             proxy=self.proxy,
+            partition_leaders=view.leaders if view else None,
         )
 
     def leader_of(self, topic: str, partition: int = 0) -> int:

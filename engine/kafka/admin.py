@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
@@ -38,13 +38,25 @@ class ClusterView:
     cluster_id: str | None
     controller_id: int
     brokers: dict[int, str]  # node id -> "host:port" on the listener that was asked
+    # topic -> partition -> the node leading it (-1: none right now), from the same metadata
+    leaders: dict[str, dict[int, int]] = field(default_factory=dict)
 
 
 def describe(bootstrap: str, timeout: float = 5.0) -> ClusterView:
     """Read cluster metadata; raises KafkaException if no broker answers in time."""
     md = admin_client(bootstrap).list_topics(timeout=timeout)
     brokers = {b.id: f"{b.host}:{b.port}" for b in md.brokers.values()}
-    return ClusterView(cluster_id=md.cluster_id, controller_id=md.controller_id, brokers=brokers)
+    leaders = {
+        name: {p: pm.leader for p, pm in meta.partitions.items()}
+        for name, meta in md.topics.items()
+        if meta.error is None
+    }
+    return ClusterView(
+        cluster_id=md.cluster_id,
+        controller_id=md.controller_id,
+        brokers=brokers,
+        leaders=leaders,
+    )
 
 
 def try_describe(bootstrap: str, timeout: float = 5.0) -> ClusterView | None:
@@ -84,16 +96,6 @@ def partition_leaders(bootstrap: str, topic: str, timeout: float = 5.0) -> dict[
     if meta is None or meta.error is not None:
         return {}
     return {p: pm.leader for p, pm in meta.partitions.items()}
-
-
-def all_partition_leaders(bootstrap: str, timeout: float = 2.0) -> dict[str, dict[int, int]]:
-    """Every topic's partitions and the node leading each (-1: none right now)."""
-    md = admin_client(bootstrap).list_topics(timeout=timeout)
-    return {
-        name: {p: pm.leader for p, pm in meta.partitions.items()}
-        for name, meta in md.topics.items()
-        if meta.error is None
-    }
 
 
 def create_topic(

@@ -722,7 +722,7 @@ def warm_up_judgement(spark: SparkSession, rounds: int = WARM_UP_ROUNDS) -> None
         )
     ]
     history = spark.createDataFrame(
-        events, "level string, t double, proc string, ev string, id long, ids array<long>"
+        events, T.StructType([T.StructField("level", T.StringType()), *HISTORY_SCHEMA.fields])
     )
     for _ in range(rounds):
         judged = judge(

@@ -139,11 +139,6 @@ def value_maker(run_id: str, level: str, by: str, size: int = 0) -> Callable[[in
     return make
 
 
-def make_value(message_id: int, run_id: str, level: str, by: str) -> bytes:
-    """One value as value_maker makes them (for callers that make a single one)."""
-    return value_maker(run_id, level, by)(message_id)
-
-
 def parse_value(raw: bytes | None) -> dict[str, Any] | None:
     if raw is None:
         return None

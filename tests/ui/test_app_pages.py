@@ -34,9 +34,9 @@ def test_home_shows_each_level_with_its_real_settings(monkeypatch):
 @pytest.mark.kafka
 def test_sidebar_shows_the_running_cluster_and_its_nodes(monkeypatch, cluster1):
     monkeypatch.setenv("LAB_AUTOSTART", "1")
-    from engine.kafka.admin import all_partition_leaders, create_topic
+    from engine.kafka.admin import create_topic
 
-    if "sidebar-leaders" not in all_partition_leaders(cluster1.direct_bootstrap):
+    if "sidebar-leaders" not in (cluster1.status().partition_leaders or {}):
         create_topic(cluster1.direct_bootstrap, "sidebar-leaders", partitions=2)
     pointer = paths.state_dir() / "current.json"
     pointer.write_text(json.dumps({"backend": "local", "name": cluster1.name}))

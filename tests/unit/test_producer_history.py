@@ -9,7 +9,7 @@ import pytest
 from confluent_kafka import KafkaError
 
 from engine.history import HistoryWriter, read_jsonl
-from engine.roles.common import Stamp, make_value, parse_value, value_maker
+from engine.roles.common import Stamp, parse_value, value_maker
 from engine.roles.producer import ProducerHistory
 
 
@@ -19,8 +19,8 @@ def message(key: int, partition: int, offset: int) -> SimpleNamespace:
     )
 
 
-def test_make_value_is_compact_json_in_field_order() -> None:
-    value = make_value(42, "run-7", "exactly-once", 'odd "name"')
+def test_values_are_compact_json_in_field_order() -> None:
+    value = value_maker("run-7", "exactly-once", 'odd "name"')(42)
     parsed = json.loads(value)
     assert list(parsed) == ["id", "created_at", "run", "level", "by"]
     assert parsed["id"] == 42 and parsed["by"] == 'odd "name"'
@@ -40,7 +40,7 @@ def test_padded_values_have_the_size_and_still_parse(size: int) -> None:
 
 def test_a_size_below_the_plain_value_adds_no_pad() -> None:
     value = value_maker("r", "l", "p", 10)(1)
-    assert json.loads(value).keys() == json.loads(make_value(1, "r", "l", "p")).keys()
+    assert json.loads(value).keys() == json.loads(value_maker("r", "l", "p")(1)).keys()
 
 
 def test_send_ack_and_fail_lines_parse_like_write(tmp_path) -> None:
