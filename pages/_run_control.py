@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import streamlit as st
@@ -19,10 +20,19 @@ PROXY_WIDE_FAULTS = {"blackhole", "latency", "reset-connections"}
 
 
 def run_live(
-    service: ClusterService, scenario: Scenario, levels: list[str]
+    service: ClusterService,
+    scenario: Scenario,
+    levels: list[str],
+    *,
+    show: Callable[[str], None] | None = None,
 ) -> dict[str, Any] | None:
-    """Run on the shared cluster with st.status and st.progress; None (and a message) on error."""
+    """Run on the shared cluster with st.status and st.progress; None (and a message) on error.
+
+    `show(run_id)` draws the run's results below the status. The status says "Done" only
+    after that, in the same script run, so the room never sees "Done" over an empty page.
+    """
     cluster = service.cluster
+    status = None
     try:
         if cluster is None:
             raise LabError("The cluster is not ready yet; its progress shows in the sidebar.")
@@ -32,27 +42,34 @@ def run_live(
                 f"{len(cluster.node_ids)}. Stop it in the sidebar and start one with "
                 f"{scenario.nodes} nodes."
             )
-        with st.status(f"Running {scenario.name}…", expanded=True) as status:
-            bar = st.progress(0.0)
-            line = st.empty()
+        # Not `with st.status(...)`: leaving the block would mark it complete before the
+        # results are drawn.
+        status = st.status(f"Running {scenario.name}…", expanded=True)
+        bar = status.progress(0.0)
+        line = status.empty()
 
-            def progress(what: str, fraction: float) -> None:
-                bar.progress(min(1.0, fraction))
-                line.write(what)
+        def progress(what: str, fraction: float) -> None:
+            bar.progress(min(1.0, fraction))
+            line.write(what)
 
-            kinds = {f.kind for f in scenario.faults}
-            if service.usage.busy:
-                line.write("Waiting for the cluster: " + service.latest_announcement())
-            if kinds & (BROKER_FAULTS | PROXY_WIDE_FAULTS):
-                # These faults hit every client on the cluster: one such run at a time, alone.
-                what = "brokers" if kinds & BROKER_FAULTS else "the whole network"
-                with service.exclusive(f"{scenario.name} is hurting {what}"):
-                    output = run_scenario(scenario, cluster, levels=levels, progress=progress)
-            else:
-                with service.shared():
-                    output = run_scenario(scenario, cluster, levels=levels, progress=progress)
-            status.update(label=f"Done: run {output['run_id']}", state="complete")
+        kinds = {f.kind for f in scenario.faults}
+        if service.usage.busy:
+            line.write("Waiting for the cluster: " + service.latest_announcement())
+        if kinds & (BROKER_FAULTS | PROXY_WIDE_FAULTS):
+            # These faults hit every client on the cluster: one such run at a time, alone.
+            what = "brokers" if kinds & BROKER_FAULTS else "the whole network"
+            with service.exclusive(f"{scenario.name} is hurting {what}"):
+                output = run_scenario(scenario, cluster, levels=levels, progress=progress)
+        else:
+            with service.shared():
+                output = run_scenario(scenario, cluster, levels=levels, progress=progress)
+        if show is not None:
+            line.write("Drawing the results")
+            show(output["run_id"])
+        status.update(label=f"Done: run {output['run_id']}", state="complete")
         return output
     except Exception as exc:
+        if status is not None:
+            status.update(label=f"{scenario.name} did not finish", state="error")
         show_error(exc)
         return None

@@ -180,15 +180,26 @@ def mark_app_ran() -> None:
 
 
 def require_app() -> None:
-    """Run pages only under app.py's st.navigation.
+    """Make sure a page runs under app.py's st.navigation, on the page its URL names.
 
-    Streamlit still supports the old pages/ directory mode, and uses it for the very first
-    request of a server process when that request names a page (a bookmarked URL after a
-    restart): the page would run alone, without the sidebar. Sending the browser to the main
-    script once switches the process to st.navigation for good.
+    Streamlit decides once per server process whether an app uses the old `pages/` folder
+    mode: until a main script has called `st.navigation`, a `pages/` folder beside app.py
+    makes Streamlit build a navigation of its own from the folder's files and run the page a
+    URL names without app.py (streamlit/runtime/scriptrunner/script_runner.py, `_mpa_v1`,
+    and `PagesManager.uses_pages_directory`). So the first request of a new server that
+    names a page, such as a link a teacher hands out, arrives here without app.py. Turning
+    that mode off and rerunning sends the same page through app.py: a page's hash is its URL
+    path in both modes, so the rerun keeps the page and the address. (Sending the browser to
+    app.py instead would open the home page.)
     """
-    if not st.session_state.get(APP_MARK):
-        st.switch_page("app.py")
+    if st.session_state.get(APP_MARK):
+        return
+    from streamlit.runtime.pages_manager import PagesManager
+
+    if PagesManager.uses_pages_directory:
+        PagesManager.uses_pages_directory = False
+        st.rerun()
+    # Otherwise the page runs alone on purpose (Streamlit's AppTest of one page file).
 
 
 @st.cache_resource

@@ -62,14 +62,19 @@ service = cluster_service()
 ready = service.state == "ready" and service.cluster is not None
 if not ready:
     st.info("The cluster is not ready yet; its progress shows in the sidebar.")
-if st.button("▶ Run", type="primary", disabled=not ready or not levels):
-    output = run_live(service, scenario, levels)
-    if output is not None:
-        st.session_state["lab_run_id"] = output["run_id"]
 
-run_id = st.session_state.get("lab_run_id")
-if run_id:
+
+def show_run(run_id: str) -> None:
+    st.session_state["lab_runs"] = {**st.session_state.get("lab_runs", {}), name: run_id}
+    st.session_state["lab_run_id"] = run_id  # the Metrics page opens on it
     try:
         render_run(record.load_run(run_id))
     except LabError as exc:
         show_error(exc)
+
+
+# Each scenario keeps its own latest run, so a result never shows under another's heading.
+if st.button("▶ Run", type="primary", disabled=not ready or not levels):
+    run_live(service, scenario, levels, show=show_run)
+elif run_id := st.session_state.get("lab_runs", {}).get(name):
+    show_run(run_id)

@@ -3,6 +3,9 @@
 Opens every page, runs a scenario in the Failure lab on a real embedded cluster that the
 dashboard starts itself, sees the verdicts and a rendered chart, and finds no error box.
 Screenshots go to test-artifacts/ (the README shows some of them).
+
+Every check waits for what it asserts (Playwright's `expect`, or `wait_for_metric` below):
+a busy machine renders late, and a person looking a moment later would see it.
 """
 
 from __future__ import annotations
@@ -11,10 +14,11 @@ import json
 import os
 import shutil
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import expect
 
 from engine import paths
 from engine.dashboard import serve_dashboard
@@ -50,9 +54,11 @@ def dashboard(tmp_path_factory) -> Iterator[str]:
 
 
 @pytest.fixture(scope="module")
-def page(dashboard) -> Iterator:
+def browser() -> Iterator:
     from playwright.sync_api import sync_playwright
 
+    if CHROMIUM is None:
+        pytest.fail("Chromium is installed by `./lab test` (Debian package chromium)")
     ARTIFACTS.mkdir(exist_ok=True)
     with sync_playwright() as pw:
         browser = pw.chromium.launch(
@@ -67,10 +73,36 @@ def page(dashboard) -> Iterator:
                 "--disable-sync",
             ],
         )
-        tab = browser.new_page(viewport={"width": 1500, "height": 2600})
-        tab.set_default_timeout(120_000)
-        yield tab
+        yield browser
         browser.close()
+
+
+@pytest.fixture(scope="module")
+def page(browser, dashboard) -> Iterator:
+    tab = browser.new_page(viewport={"width": 1500, "height": 2600})
+    tab.set_default_timeout(120_000)
+    expect.set_options(timeout=120_000)
+    yield tab
+    tab.close()
+
+
+def metric_texts(tab) -> list[str]:
+    return tab.locator("[data-testid='stMetric']").all_inner_texts()
+
+
+def wait_for_metric(
+    tab, label: str, holds: Callable[[str], bool], timeout: float = 60.0
+) -> list[str]:
+    """Wait until a metric card labelled `label` shows a value for which `holds` is true."""
+    deadline = time.monotonic() + timeout
+    while True:
+        texts = metric_texts(tab)
+        values = [t.split()[-1] for t in texts if t.startswith(label) and t.split()]
+        if any(holds(v) for v in values):
+            return texts
+        if time.monotonic() > deadline:
+            raise AssertionError(f"no '{label}' card as expected within {timeout:.0f} s: {texts}")
+        time.sleep(0.25)
 
 
 def no_error_box(tab) -> None:
@@ -85,7 +117,7 @@ def test_home_shows_the_levels_and_the_cluster_comes_up(page, dashboard):
     # The dashboard starts the embedded cluster by itself and says so in the sidebar.
     page.get_by_text("node 1: running").wait_for(timeout=180_000)
     for title in ("At most once", "At least once", "Exactly once"):
-        assert page.get_by_role("heading", name=title).count() == 1
+        expect(page.get_by_role("heading", name=title)).to_have_count(1)
     no_error_box(page)
     page.screenshot(path=str(ARTIFACTS / "home.png"), full_page=True)
 
@@ -96,10 +128,11 @@ def test_failure_lab_runs_ack_loss_and_shows_verdicts(page, dashboard):
     page.get_by_text("node 1: running").wait_for(timeout=180_000)
     page.get_by_role("button", name="▶ Run").click()
     page.get_by_text("Done: run").wait_for(timeout=180_000)
+    # The page draws the results before it says "Done", so they are there already.
+    assert page.locator("[data-testid='stMetric']").count() > 0
     page.locator("[data-testid='stDataFrame']").first.wait_for()
     page.locator(".js-plotly-plot").first.wait_for()
-    metrics = page.locator("[data-testid='stMetric']").all_inner_texts()
-    assert any("Duplicates" in m and "1" in m.split("Duplicates")[-1] for m in metrics)
+    wait_for_metric(page, "Duplicates", lambda v: v == "1")  # at-least-once's retried batch
     no_error_box(page)
     page.screenshot(path=str(ARTIFACTS / "failure-lab.png"), full_page=True)
 
@@ -119,18 +152,19 @@ def test_metrics_page_charts_sparks_results_of_the_run(page, dashboard):
     # Spark starts in the background when the dashboard opens, then computes the newest run.
     page.get_by_text("Spark's counts equal the engine's checker").wait_for(timeout=240_000)
     page.locator(".js-plotly-plot").nth(2).wait_for()
-    assert page.get_by_text("Spark read Kafka at").count() == 1
+    expect(page.get_by_text("Spark read Kafka at")).to_have_count(1)
     no_error_box(page)
     page.screenshot(path=str(ARTIFACTS / "metrics.png"), full_page=True)
 
 
-def test_two_sessions_run_scenarios_at_once_and_their_runs_do_not_mix(page, dashboard):
+def test_two_sessions_run_scenarios_at_once_and_their_runs_do_not_mix(browser, dashboard):
     """Two people on the same dashboard press Run at the same moment, on different scenarios."""
-    tabs = [page.context.browser.new_page(viewport={"width": 1500, "height": 2600}) for _ in "ab"]
+    tabs = [browser.new_page(viewport={"width": 1500, "height": 2600}) for _ in "ab"]
     try:
         for tab in tabs:
             tab.set_default_timeout(120_000)
             tab.goto(f"{dashboard}/failure_lab")
+            tab.get_by_role("heading", name="Failure lab").wait_for()
             tab.get_by_text("node 1: running").wait_for(timeout=180_000)
         tabs[1].get_by_role("combobox", name="Scenario").click()
         tabs[1].get_by_role("option", name="network-blip").click()
@@ -145,8 +179,7 @@ def test_two_sessions_run_scenarios_at_once_and_their_runs_do_not_mix(page, dash
         assert done[0] != done[1]
         # Each page shows its own run: 20 messages for ack-loss, 47 for network-blip.
         for tab, delivered in zip(tabs, ("20", "47"), strict=True):
-            metrics = tab.locator("[data-testid='stMetric']").all_inner_texts()
-            assert any(m.startswith("Delivered") and m.split()[-1] == delivered for m in metrics)
+            wait_for_metric(tab, "Delivered", lambda v, d=delivered: v == d)
         runs = {}
         for run_id in done:
             meta = json.loads((SERVER["runs"] / run_id / "run.json").read_text())
@@ -184,3 +217,46 @@ def test_every_other_page_opens_without_an_error(page, dashboard, path, heading)
     page.get_by_text("node 1: running").wait_for(timeout=180_000)
     no_error_box(page)
     page.screenshot(path=str(ARTIFACTS / f"{path}.png"), full_page=True)
+
+
+PAGES = [
+    ("", "Kafka failure lab"),
+    ("failure_lab", "Failure lab"),
+    ("metrics", "Metrics"),
+    ("cost", "Cost of guarantees"),
+    ("zombie", "Zombie fencing"),
+    ("log_views", "Log views"),
+    ("lesson", "Delivery guarantees"),
+    ("replay", "Replay"),
+]
+
+
+@pytest.mark.parametrize(("path", "heading"), PAGES)
+def test_a_link_to_a_page_opens_that_page_on_a_new_servers_first_visit(
+    browser, tmp_path, path, heading
+):
+    """A link handed to a class is the first request a freshly started dashboard gets."""
+    env = {
+        **os.environ,
+        "LAB_STATE_DIR": str(tmp_path / "state"),
+        "LAB_RUNS_DIR": str(tmp_path / "runs"),
+        "LAB_AUTOSTART": "0",  # the page, not the cluster, is under test
+        "LAB_SPARK_AUTOSTART": "0",
+    }
+    server, url = serve_dashboard(env)
+    tab = browser.new_page(viewport={"width": 1500, "height": 1200})
+    try:
+        tab.goto(f"{url}/{path}")
+        tab.get_by_role("heading", name=heading).first.wait_for(timeout=60_000)
+        assert tab.url.rstrip("/") == f"{url}/{path}".rstrip("/"), "the address stayed the same"
+        # Still that page a moment later: nothing sent the browser elsewhere.
+        time.sleep(1.0)
+        expect(tab.get_by_role("heading", name=heading).first).to_be_visible()
+        assert tab.url.rstrip("/") == f"{url}/{path}".rstrip("/")
+        if path:  # the sidebar marks the page as the current one
+            current = tab.locator("[data-testid='stSidebarNav'] a[aria-current='page']")
+            expect(current).to_have_count(1)
+    finally:
+        tab.close()
+        server.terminate()
+        server.wait(30)
