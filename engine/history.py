@@ -11,16 +11,22 @@ import json
 import time
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
+
+if TYPE_CHECKING:
+    from engine.failpoints import ArmedFailPoint
 
 
 class HistoryWriter:
     """Appends events to a JSONL file, flushing each so a SIGKILL loses at most one line."""
 
-    def __init__(self, path: str | Path, proc: str) -> None:
+    def __init__(
+        self, path: str | Path, proc: str, failpoint: ArmedFailPoint | None = None
+    ) -> None:
         self.proc = proc
         # Kept open for the life of the role; line-buffered so each event is one write.
         self._file: TextIO = Path(path).open("a", buffering=1)  # noqa: SIM115
+        self.failpoint = failpoint  # a fault point armed on this role's events, if any
 
     def line(self, ev: str, **attrs: Any) -> str:
         """One event as its JSONL line, stamped now, for a caller that writes lines in bulk."""
@@ -29,6 +35,11 @@ class HistoryWriter:
 
     def write(self, ev: str, **attrs: Any) -> None:
         self._file.write(self.line(ev, **attrs))
+        if self.failpoint is not None:
+            self.failpoint.after(ev, attrs, self)
+
+    def flush(self) -> None:
+        self._file.flush()
 
     def write_text(self, lines: str) -> None:
         """Append complete lines in one write (a SIGKILL may tear only the last of them)."""

@@ -1,9 +1,14 @@
 """The nemesis: injects a scenario's faults on schedule, for real.
 
 A fault fires when its trigger is met: a time after the level started, or a count of events
-in the run's history (for example the producer's fifth `ack`). What it does is real: proxy
-rules that drop Produce responses, SIGKILL and SIGSTOP of client processes, and kills and
-pauses of broker nodes. Every action is written to the run's history as a `nemesis` event.
+in the run's history (for example the proxy's first dropped response). What it does is real:
+proxy rules that drop Produce responses, SIGKILL and SIGSTOP of client processes, and kills
+and pauses of broker nodes. Every action is written to the run's history as a `nemesis` event.
+
+A crash or pause triggered by the target's own events is exact (engine.failpoints): the
+runner arms a fault point in the target's spec, the target stops itself right there, and the
+nemesis acts once it has seen the process stopped. Reading history files to learn of events
+is always a little late, so counting them here would let the signal land further on.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from typing import Any
 
 from engine.cluster.base import Cluster
 from engine.errors import UnsupportedFaultError
+from engine.failpoints import FailPoint, wait_stopped
 from engine.history import HistoryWriter
 from engine.processes import RoleProcess
 from engine.scenario import Fault
@@ -35,6 +41,25 @@ class NemesisContext:
 
 
 PROXY_FAULTS = ("drop-produce-response", "blackhole", "latency", "reset-connections")
+# Roles that write every event through HistoryWriter.write, where a fault point can sit.
+# (The producer writes its send and ack lines in bulk, for speed.)
+ARMABLE_ROLES = ("processor",)
+DEFAULT_TARGETS = {"crash": "producer", "pause": "processor"}
+
+
+def fault_target(fault: Fault) -> str:
+    return fault.target or DEFAULT_TARGETS.get(fault.kind, "producer")
+
+
+def armed_point(fault: Fault) -> FailPoint | None:
+    """The fault point a crash or pause needs in its target, if its trigger is the target's own."""
+    when = fault.when
+    if fault.kind not in ("crash", "pause") or when.event is None:
+        return None
+    target = fault_target(fault)
+    if when.process != target or target not in ARMABLE_ROLES:
+        return None
+    return FailPoint(when.event, when.count)
 
 
 class Nemesis:
@@ -50,6 +75,7 @@ class Nemesis:
         # the same cluster (a second dashboard session) may have rules of its own in force.
         self.proxy_rules: list[int] = []
         self.proxy_wide = False
+        self.stopped_at: dict[str, dict[str, Any]] = {}  # role -> its failpoint_reached event
 
     @property
     def done(self) -> bool:
@@ -57,7 +83,23 @@ class Nemesis:
 
     def observe(self, events: list[dict[str, Any]]) -> None:
         for event in events:
-            self.counts[(str(event.get("proc", "")).split("#")[0], str(event.get("ev")))] += 1
+            base = str(event.get("proc", "")).split("#")[0]
+            self.counts[(base, str(event.get("ev")))] += 1
+            if event.get("ev") == "failpoint_reached":
+                self.stopped_at.setdefault(base, event)
+
+    def drop_unreachable(self) -> None:
+        """The clients are done: faults waiting for their events will never fire; say so."""
+        for index, fault in list(self.pending):
+            if fault.when.event is not None and index not in self.armed_at:
+                self.pending.remove((index, fault))
+                self.record(
+                    "fault-not-reached",
+                    fault=fault.kind,
+                    target=fault_target(fault),
+                    point=f"after {fault.when.event} #{fault.when.count}",
+                    reason="the clients finished before they reached the fault's trigger",
+                )
 
     def tick(self) -> None:
         """Fire every fault whose trigger is met, and every timed resume that is due."""
@@ -78,6 +120,16 @@ class Nemesis:
         when = fault.when
         if when.at_s is not None:
             return now - self.ctx.started_at >= when.at_s
+        if armed_point(fault) is not None:
+            # The target stopped itself at the point; act once the stop has really landed.
+            target = fault_target(fault)
+            process = self.ctx.processes(target)
+            return (
+                target in self.stopped_at
+                and process is not None
+                and process.pid is not None
+                and wait_stopped(process.pid)
+            )
         return self.counts[(when.process or "", when.event or "")] >= when.count
 
     def record(self, kind: str, **attrs: Any) -> None:
@@ -153,25 +205,37 @@ class Nemesis:
             self.record(kind, nodes=sorted(self.killed_nodes))
             self.killed_nodes.clear()
 
+    def _point(self, fault: Fault) -> dict[str, Any]:
+        """Where the target stood when the signal hit it, for the record and the page."""
+        point = armed_point(fault)
+        if point is None:
+            return {}
+        reached = self.stopped_at.get(fault_target(fault), {})
+        return {"point": point.name, "at": reached.get("at")}
+
     def _crash(self, fault: Fault) -> None:
-        target = fault.target or "producer"
+        target = fault_target(fault)
         process = self.ctx.processes(target)
         if process is None:
             self.record("crash-skipped", target=target, reason="no live instance")
             return
         process.kill()
-        self.record("crash", target=process.name, pid=process.pid, signal="SIGKILL")
+        self.record(
+            "crash", target=process.name, pid=process.pid, signal="SIGKILL", **self._point(fault)
+        )
         if fault.replace:
             self.ctx.replace(target, fault)
 
     def _pause(self, fault: Fault) -> None:
-        target = fault.target or "processor"
+        target = fault_target(fault)
         process = self.ctx.processes(target)
         if process is None:
             self.record("pause-skipped", target=target, reason="no live instance")
             return
-        process.pause()
-        self.record("pause", target=process.name, pid=process.pid, signal="SIGSTOP")
+        process.pause()  # stopped already at an armed point: this only marks it paused
+        self.record(
+            "pause", target=process.name, pid=process.pid, signal="SIGSTOP", **self._point(fault)
+        )
         if fault.replace:
             self.ctx.replace(target, fault)
         if fault.duration_s:

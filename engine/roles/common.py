@@ -75,8 +75,14 @@ class FatalErrors:
         return "error", (self.errors[-1] if self.errors else error)
 
 
-# A newer instance with the same transactional.id bumped the epoch: this one is a zombie.
-FENCED_CODES = (KafkaError._FENCED, KafkaError.PRODUCER_FENCED, KafkaError.INVALID_PRODUCER_EPOCH)
+# A newer instance with the same transactional.id bumped the epoch, or (for a consumer) a
+# newer member joined its group with the same group.instance.id: this one is a zombie.
+FENCED_CODES = (
+    KafkaError._FENCED,
+    KafkaError.PRODUCER_FENCED,
+    KafkaError.INVALID_PRODUCER_EPOCH,
+    KafkaError.FENCED_INSTANCE_ID,
+)
 
 
 def printable(conf: dict[str, Any]) -> dict[str, Any]:

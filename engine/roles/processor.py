@@ -3,25 +3,37 @@
 How it commits its input offsets is what the guarantee level decides:
 
 - `commit-before` (at-most-once): commit the batch's offsets, then process it;
-- `commit-after` (at-least-once, idempotent-only): process and flush, then commit;
+- `commit-after` (at-least-once, idempotent-only): process, wait until every output is
+  acknowledged, then commit; a batch with an output that failed is read again, not committed;
 - `transactional` (exactly-once): the outputs and the input offsets go in one transaction
-  (`send_offsets_to_transaction`), so either both happen or neither does.
+  (`send_offsets_to_transaction`), so either both happen or neither does; an abortable error
+  aborts the transaction and the batch is read again; a fenced producer exits.
 
-Partitions are assigned, not subscribed: a replacement instance takes over at once from the
-committed offsets, which makes crash and zombie timings reproducible.
+It subscribes in a consumer group, as applications do, with static membership
+(`group.instance.id`, KIP-345): a replacement joins with the same instance id, so the group
+coordinator hands it the dead or frozen instance's partitions at once instead of after a
+session timeout, and fences the old instance (FENCED_INSTANCE_ID) if it comes back.
 
-Events: `consumed`, `committed`, `output_acked`, `txn_begin`, `txn_commit`, `txn_abort`,
-`fenced`, `error`, `idle` (caught up), `done`.
+Each batch has one `commit_gap` event, written at the moment the batch is exposed: offsets
+committed but no output written (commit-before), outputs acknowledged but offsets not
+committed (commit-after), outputs in the open transaction (transactional). Scenarios arm
+their crash and pause fault points on it (engine.failpoints).
+
+Events: `assigned`, `revoked`, `partitions_lost`, `consumed`, `commit_gap`, `committed`,
+`commit_rejected`, `batch_failed`, `output_acked`, `output_failed`, `txn_begin`,
+`txn_commit`, `txn_abort`, `fenced`, `error`, `idle` (caught up), `done`.
 """
 
 from __future__ import annotations
 
 import json
 import time
+from dataclasses import dataclass, field
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 
+from engine.failpoints import ArmedFailPoint, FailPoint
 from engine.history import HistoryWriter
 from engine.roles.common import (
     FatalErrors,
@@ -32,23 +44,207 @@ from engine.roles.common import (
     printable,
 )
 
+# The smallest session timeout a classic group accepts by default
+# (group.min.session.timeout.ms): a member that stops heartbeating leaves the group after it.
+SESSION_TIMEOUT_MS = 6000
+
+
+@dataclass
+class Processor:
+    spec: dict[str, Any]
+    history: HistoryWriter
+    consumer: Consumer
+    producer: Producer
+    stop: StopFlag
+    mode: str
+    fatal: FatalErrors
+    batches: int = 0
+    failed_outputs: list[int] = field(default_factory=list)
+
+    def loop(self) -> None:
+        batch_size = int(self.spec.get("commit_every", 5))
+        idle_reported = False
+        while not self.stop.stopped:
+            messages = self.consume(batch_size)
+            if not messages:
+                if not idle_reported:
+                    self.history.write("idle")
+                    idle_reported = True
+                continue
+            idle_reported = False
+            self.batches += 1
+            for msg in messages:
+                self.history.write(
+                    "consumed", id=parse_id(msg), partition=msg.partition(), offset=msg.offset()
+                )
+            if self.mode == "commit-before":
+                self.commit_before(messages)
+            elif self.mode == "commit-after":
+                self.commit_after(messages)
+            else:
+                self.transactional(messages)
+
+    def consume(self, batch_size: int) -> list[Message]:
+        messages = []
+        for msg in self.consumer.consume(batch_size, timeout=0.5):
+            error = msg.error()
+            if error is None:
+                messages.append(msg)
+            elif error.fatal():
+                raise KafkaException(error)
+        if self.fatal.errors:
+            # A fatal error reaches error_cb, not always consume(): for example this
+            # instance fenced by its group (a static member that came back after a stall).
+            raise KafkaException(self.fatal.errors[-1])
+        return messages
+
+    # ---- the three ways to commit ------------------------------------------------------
+    def commit_before(self, messages: list[Message]) -> None:
+        if not self.commit(messages):
+            return  # the group took the partitions away; their new owner reads this batch
+        self.gap(messages, "offsets committed, no output written yet")
+        self.write_outputs(messages)
+        left = self.producer.flush(60)
+        if left or self.failed_outputs:
+            # At most once: a failed output is not retried (its input is committed).
+            self.history.write("batch_failed", ids=ids_of(messages), unflushed=left)
+
+    def commit_after(self, messages: list[Message]) -> None:
+        self.write_outputs(messages)
+        left = self.producer.flush(60)
+        if left or self.failed_outputs:
+            # Never commit input whose output is not acknowledged: read the batch again.
+            self.history.write(
+                "batch_failed",
+                ids=ids_of(messages),
+                unflushed=left,
+                failed=list(self.failed_outputs),
+                then="read again from its first offset",
+            )
+            self.rewind(messages)
+            return
+        self.gap(messages, "outputs acknowledged, offsets not committed yet")
+        self.commit(messages)
+
+    def transactional(self, messages: list[Message]) -> None:
+        ids = ids_of(messages)
+        offsets = next_offsets(messages)
+        try:
+            self.producer.begin_transaction()
+            self.history.write("txn_begin", ids=ids)
+            self.write_outputs(messages)
+            self.producer.flush(60)
+            self.gap(messages, "outputs in the open transaction, offsets not committed yet")
+            self.producer.send_offsets_to_transaction(
+                offsets, self.consumer.consumer_group_metadata(), 30
+            )
+            self.producer.commit_transaction(30)
+        except KafkaException as exc:
+            error = exc.args[0]
+            if not error.txn_requires_abort():
+                raise  # fenced or fatal: run() records why and exits
+            self.producer.abort_transaction(30)
+            self.history.write("txn_abort", ids=ids, error=error.name(), reason=error.str())
+            self.rewind(messages)
+            return
+        self.history.write("txn_commit", ids=ids, offsets=offsets_json(offsets))
+
+    # ---- steps -------------------------------------------------------------------------
+    def commit(self, messages: list[Message]) -> bool:
+        offsets = next_offsets(messages)
+        try:
+            self.consumer.commit(offsets=offsets, asynchronous=False)
+        except KafkaException as exc:
+            error = exc.args[0]
+            if error.fatal() or error.code() == KafkaError.FENCED_INSTANCE_ID:
+                raise
+            # For example UNKNOWN_MEMBER_ID after a stall: the group moved on without us.
+            self.history.write(
+                "commit_rejected",
+                offsets=offsets_json(offsets),
+                error=error.name(),
+                reason=error.str(),
+            )
+            return False
+        self.history.write("committed", offsets=offsets_json(offsets))
+        return True
+
+    def gap(self, messages: list[Message], state: str) -> None:
+        self.history.write(
+            "commit_gap",
+            batch=self.batches,
+            ids=ids_of(messages),
+            first=offsets_json(first_offsets(messages)),
+            offsets=offsets_json(next_offsets(messages)),
+            state=state,
+        )
+
+    def rewind(self, messages: list[Message]) -> None:
+        for tp in first_offsets(messages):
+            self.consumer.seek(tp)
+
+    def write_outputs(self, messages: list[Message]) -> None:
+        processing_s = self.spec.get("processing_ms", 0) / 1000.0
+        self.failed_outputs = []
+        for msg in messages:
+            if processing_s:
+                time.sleep(processing_s)  # the work itself; gives a fault somewhere to land
+            self.write_output(msg)
+
+    def write_output(self, msg: Message) -> None:
+        value = parse_value(msg.value())
+        if value is None:
+            return
+        message_id = value["id"]
+        out = dict(value, processed_by=self.spec["name"], processed_at=time.time())
+        history, failed = self.history, self.failed_outputs
+
+        def on_delivery(err: KafkaError | None, delivered: Any) -> None:
+            if err is None:
+                history.write(
+                    "output_acked",
+                    id=message_id,
+                    partition=delivered.partition(),
+                    offset=delivered.offset(),
+                )
+            else:
+                failed.append(message_id)
+                history.write("output_failed", id=message_id, error=err.name())
+
+        while True:
+            try:
+                self.producer.produce(
+                    self.spec["output"],
+                    json.dumps(out).encode(),
+                    key=str(message_id),
+                    on_delivery=on_delivery,
+                )
+                break
+            except BufferError:
+                self.producer.poll(0.05)
+        self.producer.poll(0)
+
 
 def run(spec: dict[str, Any]) -> int:
-    history = HistoryWriter(spec["history"], spec["name"])
+    point = FailPoint.from_spec(spec.get("failpoint"))
+    history = HistoryWriter(spec["history"], spec["name"], point and ArmedFailPoint(point))
     stop = StopFlag()
     logger = client_logger()
     mode = spec["mode"]
-    consumer = Consumer(
-        {
-            "bootstrap.servers": spec["bootstrap"],
-            "client.id": spec["client_id"] + "-in",
-            "group.id": spec["group"],
-            "enable.auto.commit": False,
-            "auto.offset.reset": "earliest",
-            "isolation.level": spec.get("input_isolation", "read_committed"),
-            "logger": logger,
-        }
-    )
+    fatal = FatalErrors()
+    cconf = {
+        "bootstrap.servers": spec["bootstrap"],
+        "client.id": spec["client_id"] + "-in",
+        "group.id": spec["group"],
+        "group.instance.id": spec["instance_id"],
+        "session.timeout.ms": SESSION_TIMEOUT_MS,
+        "enable.auto.commit": False,
+        "auto.offset.reset": "earliest",
+        "isolation.level": spec.get("input_isolation", "read_committed"),
+        "error_cb": fatal,
+        "logger": logger,
+    }
+    consumer = Consumer(cconf)
     pconf = {
         "bootstrap.servers": spec["bootstrap"],
         "client.id": spec["client_id"],
@@ -56,123 +252,78 @@ def run(spec: dict[str, Any]) -> int:
         "logger": logger,
         **spec["config"],
     }
-    fatal = FatalErrors()
     pconf["error_cb"] = fatal
     if mode == "transactional":
         pconf["transactional.id"] = spec["transactional_id"]
     producer = Producer(pconf)
-    partitions = [TopicPartition(spec["input"], p) for p in range(spec["partitions"])]
     history.write(
         "start",
         mode=mode,
         config=printable(pconf),
+        consumer_config=printable(cconf),
+        failpoint=point.name if point else None,
     )
+
+    def assigned(_: Consumer, partitions: list[TopicPartition]) -> None:
+        history.write("assigned", partitions=[tp.partition for tp in partitions])
+
+    def revoked(_: Consumer, partitions: list[TopicPartition]) -> None:
+        history.write("revoked", partitions=[tp.partition for tp in partitions])
+
+    def lost(_: Consumer, partitions: list[TopicPartition]) -> None:
+        history.write("partitions_lost", partitions=[tp.partition for tp in partitions])
+
     try:
         if mode == "transactional":
+            # Registering the transactional.id fences an earlier instance and aborts its open
+            # transaction, so the offsets this instance starts from are final.
             producer.init_transactions(30)
             history.write("txn_init", transactional_id=spec["transactional_id"])
-        # Assign after init_transactions: fencing the previous instance first also aborts its
-        # open transaction, so the committed offsets read here are final.
-        consumer.assign(partitions)
-        loop(spec, mode, consumer, producer, history, stop)
+        consumer.subscribe([spec["input"]], on_assign=assigned, on_revoke=revoked, on_lost=lost)
+        Processor(spec, history, consumer, producer, stop, mode, fatal).loop()
         history.write("done")
         return 0
     except KafkaException as exc:
         kind, error = fatal.classify(exc.args[0], producer)
-        history.write(kind, error=error.name(), reason=error.str())
+        by = (
+            "group coordinator"
+            if error.code() == KafkaError.FENCED_INSTANCE_ID or "group.instance.id" in error.str()
+            else "transaction coordinator"
+        )
+        if kind == "fenced":
+            history.write(kind, error=error.name(), reason=error.str(), by=by)
+        else:
+            history.write(kind, error=error.name(), reason=error.str())
         return 3
     finally:
         consumer.close()
 
 
-def loop(spec, mode, consumer, producer, history, stop) -> None:
-    processing_s = spec.get("processing_ms", 0) / 1000.0
-    batch_size = int(spec.get("commit_every", 5))
-    idle_reported = False
-    while not stop.stopped:
-        messages = [m for m in consumer.consume(batch_size, timeout=0.5) if not m.error()]
-        if not messages:
-            if not idle_reported:
-                history.write("idle")
-                idle_reported = True
-            continue
-        idle_reported = False
-        for msg in messages:
-            value = parse_value(msg.value())
-            history.write(
-                "consumed",
-                id=value["id"] if value else None,
-                partition=msg.partition(),
-                offset=msg.offset(),
-            )
-        offsets = next_offsets(messages)
-        if mode == "commit-before":
-            consumer.commit(offsets=offsets, asynchronous=False)
-            history.write("committed", offsets=offsets_json(offsets))
-        if mode == "transactional":
-            producer.begin_transaction()
-            history.write("txn_begin", ids=[parse_id(m) for m in messages])
-        for msg in messages:
-            if processing_s:
-                time.sleep(processing_s)  # the work itself; gives a crash somewhere to land
-            write_output(spec, producer, history, msg)
-        if mode == "transactional":
-            producer.send_offsets_to_transaction(offsets, consumer.consumer_group_metadata(), 30)
-            producer.commit_transaction(30)
-            history.write(
-                "txn_commit", ids=[parse_id(m) for m in messages], offsets=offsets_json(offsets)
-            )
-        else:
-            producer.flush(60)
-            if mode == "commit-after":
-                consumer.commit(offsets=offsets, asynchronous=False)
-                history.write("committed", offsets=offsets_json(offsets))
-
-
-def write_output(spec, producer, history, msg) -> None:
-    value = parse_value(msg.value())
-    if value is None:
-        return
-    message_id = value["id"]
-    out = dict(value, processed_by=spec["name"], processed_at=time.time())
-
-    def on_delivery(err: KafkaError | None, delivered: Any) -> None:
-        if err is None:
-            history.write(
-                "output_acked",
-                id=message_id,
-                partition=delivered.partition(),
-                offset=delivered.offset(),
-            )
-        else:
-            history.write("output_failed", id=message_id, error=err.name())
-
-    while True:
-        try:
-            producer.produce(
-                spec["output"],
-                json.dumps(out).encode(),
-                key=str(message_id),
-                on_delivery=on_delivery,
-            )
-            break
-        except BufferError:
-            producer.poll(0.05)
-    producer.poll(0)
-
-
-def parse_id(msg) -> int | None:
+def parse_id(msg: Message) -> int | None:
     value = parse_value(msg.value())
     return value["id"] if value else None
 
 
-def next_offsets(messages) -> list[TopicPartition]:
+def ids_of(messages: list[Message]) -> list[int | None]:
+    return [parse_id(m) for m in messages]
+
+
+def next_offsets(messages: list[Message]) -> list[TopicPartition]:
     """The offsets to commit: one past the last consumed message of each partition."""
     last: dict[tuple[str, int], int] = {}
     for msg in messages:
         key = (msg.topic(), msg.partition())
         last[key] = max(last.get(key, -1), msg.offset())
     return [TopicPartition(t, p, o + 1) for (t, p), o in sorted(last.items())]
+
+
+def first_offsets(messages: list[Message]) -> list[TopicPartition]:
+    """The first consumed offset of each partition: where to read a batch again."""
+    first: dict[tuple[str, int], int] = {}
+    for msg in messages:
+        key = (msg.topic(), msg.partition())
+        first[key] = min(first.get(key, msg.offset()), msg.offset())
+    return [TopicPartition(t, p, o) for (t, p), o in sorted(first.items())]
 
 
 def offsets_json(offsets: list[TopicPartition]) -> dict[str, int]:
