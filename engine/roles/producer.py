@@ -12,6 +12,17 @@ The history costs little per message, so that the role keeps up with a bare conf
 loop (issue 8): `send` lines are written a chunk at a time *before* that chunk is produced
 (a message in Kafka always has its `send` line, even after a SIGKILL), and delivery reports
 are formatted in the callback and written after each poll or flush slice, at most 0.1 s late.
+
+With `outbox` in its spec the role also keeps the application's own record of what it sent
+and what was acknowledged (a JSONL file, as an outbox table would be): "sent" marks go down
+before the send, "acked" marks with the delivery reports. A replacement instance (`resume`
+in its spec) decides what to send from that record or from what Kafka holds, never from
+another process's history:
+
+- `never-resend`: only ids the outbox never marked sent (at most once);
+- `resend-unacked`: every id the outbox has not marked acknowledged (at least once);
+- `read-committed`: after `init_transactions` has aborted the dead instance's transaction,
+  every id not in the topic at read_committed (exactly once).
 """
 
 from __future__ import annotations
@@ -23,7 +34,8 @@ from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, Producer
 
-from engine.history import HistoryWriter
+from engine.history import HistoryWriter, read_jsonl
+from engine.kafka.reader import read_topic
 from engine.roles.common import (
     FatalErrors,
     Stamp,
@@ -49,23 +61,31 @@ class ProducerHistory:
     per event: that alone would cost more than the produce() call it records.
     """
 
-    def __init__(self, history: HistoryWriter) -> None:
+    def __init__(self, history: HistoryWriter, outbox: str | None = None) -> None:
         self.history = history
         self._proc = json.dumps(history.proc)
         self._stamp = Stamp(HISTORY_RESOLUTION_S)
         self._reports: list[str] = []
+        # The application's record of sends and acks (see the module's docstring).
+        self._outbox = HistoryWriter(outbox, history.proc) if outbox else None
+        self._acked: list[str] = []
 
     def sends(self, ids: Sequence[int]) -> None:
         head = f'{{"t":{self._stamp()},"proc":{self._proc},"ev":"send","id":'
+        if self._outbox is not None:
+            self._outbox.write_text("".join(f'{{"id":{i},"state":"sent"}}\n' for i in ids))
         self.history.write_text("".join([f"{head}{message_id}}}\n" for message_id in ids]))
 
     def on_delivery(self, err: KafkaError | None, msg: Any) -> None:
         """librdkafka's delivery report: kept until `write_reports`."""
         if err is None:
+            key = msg.key().decode()
             self._reports.append(
-                f'{{"t":{self._stamp()},"proc":{self._proc},"ev":"ack","id":{msg.key().decode()},'
+                f'{{"t":{self._stamp()},"proc":{self._proc},"ev":"ack","id":{key},'
                 f'"partition":{msg.partition()},"offset":{msg.offset()}}}\n'
             )
+            if self._outbox is not None:
+                self._acked.append(f'{{"id":{key},"state":"acked"}}\n')
         else:
             self._reports.append(
                 self.history.line("fail", id=int(msg.key()), error=err.name(), reason=err.str())
@@ -75,11 +95,37 @@ class ProducerHistory:
         if self._reports:
             self.history.write_text("".join(self._reports))
             self._reports.clear()
+        if self._acked and self._outbox is not None:
+            self._outbox.write_text("".join(self._acked))
+            self._acked.clear()
+
+
+def ids_to_send(spec: dict[str, Any], history: HistoryWriter) -> list[int]:
+    """What this instance sends: all of `ids`, or for a replacement what its policy leaves."""
+    ids: list[int] = spec["ids"]
+    resume = spec.get("resume")
+    if not resume:
+        return ids
+    policy = resume["policy"]
+    marks = read_jsonl(resume["outbox"]) if policy != "read-committed" else []
+    if policy == "never-resend":
+        done = {m["id"] for m in marks if m.get("state") == "sent"}
+        source = "its outbox's sent marks"
+    elif policy == "resend-unacked":
+        done = {m["id"] for m in marks if m.get("state") == "acked"}
+        source = "its outbox's acknowledged marks"
+    else:  # read-committed, after init_transactions aborted the dead instance's transaction
+        stored = read_topic(spec["bootstrap"], spec["topic"], "read_committed", spec["partitions"])
+        done = {r.id for r in stored if r.id is not None}
+        source = "the topic read at read_committed"
+    todo = [i for i in ids if i not in done]
+    history.write("resume", policy=policy, source=source, ids=todo, skipped=len(ids) - len(todo))
+    return todo
 
 
 def run(spec: dict[str, Any]) -> int:
     history = HistoryWriter(spec["history"], spec["name"])
-    events = ProducerHistory(history)
+    events = ProducerHistory(history, spec.get("outbox"))
     stop = StopFlag()
     batch = bool(spec.get("batch"))
     conf = {
@@ -126,13 +172,16 @@ def run(spec: dict[str, Any]) -> int:
             if left == 0 or time.monotonic() >= deadline:
                 return left
 
-    ids: list[int] = spec["ids"]
     interval = 1.0 / spec["rate"] if spec.get("rate") else 0.0
     timeout_s = float(spec.get("flush_timeout_s", 120))
     try:
         if txn:
+            producer.init_transactions(30)
+            history.write("txn_init", transactional_id=txn["id"])
+            ids = ids_to_send(spec, history)
             run_transactions(producer, history, stop, ids, send, flush, txn, batch)
         else:
+            ids = ids_to_send(spec, history)
             step = CHUNK if batch and not interval else 1
             for start in range(0, len(ids), step):
                 if stop.stopped:
@@ -167,8 +216,6 @@ def run_transactions(
     batch: bool,
 ) -> None:
     """Send `ids` in transactions of `size`; abort the ones listed, hold one open if asked."""
-    producer.init_transactions(30)
-    history.write("txn_init", transactional_id=txn["id"])
     size = int(txn.get("size", 5))
     aborts = set(txn.get("abort", []))
     hold = txn.get("hold_open") or {}

@@ -39,7 +39,7 @@ COUNT_FIELDS = (
 
 
 def stored_records(rows: Iterable[KafkaRow], topic: str) -> list[StoredRecord]:
-    """A topic's rows as engine.runner.read_topic makes them (parse_value on each value)."""
+    """A topic's rows as engine.kafka.reader.read_topic makes them (parse_value on each value)."""
     out = []
     for row_topic, partition, offset, raw in rows:
         if row_topic != topic:
