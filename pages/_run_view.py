@@ -63,6 +63,10 @@ def render_run(run: dict[str, Any]) -> None:
                 )
             for line in extra:
                 st.markdown(line)
+            # Every count the level's promise excludes (and any reordering), explained
+            # from this run's own history.
+            for line in (result.get("explain") or {}).get("why", []):
+                st.markdown(f"🔎 {line}")
             lat = result["latency_ms"]
             if lat.get("p50") is not None:
                 st.caption(
@@ -71,6 +75,7 @@ def render_run(run: dict[str, Any]) -> None:
                     help=LATENCY_DEFINITION,
                 )
 
+    render_evidence(results)
     level = st.radio(
         "Level to inspect", list(results), horizontal=True, key=f"lvl-{meta['run_id']}"
     )
@@ -102,6 +107,27 @@ def render_run(run: dict[str, Any]) -> None:
         hide_index=True,
         width="stretch",
     )
+
+
+def render_evidence(results: dict[str, Any]) -> None:
+    """What the faults did and how Kafka answered, per level; then the application's choices."""
+    explained = {lv: r["explain"] for lv, r in results.items() if r.get("explain")}
+    if not any(e["evidence"] or e["choices"] for e in explained.values()):
+        return
+    # A choice every level made is said once, below the columns.
+    shared = set.intersection(*(set(e["choices"]) for e in explained.values()))
+    with st.expander("What happened, from the run's evidence", expanded=True):
+        columns = st.columns(len(explained))
+        for column, (level, why) in zip(columns, explained.items(), strict=True):
+            with column:
+                st.markdown(f"**{level}**")
+                for line in why["evidence"]:
+                    st.markdown(f"- {line}")
+                for line in why["choices"]:
+                    if line not in shared:
+                        st.markdown(f"- 🧩 *The application's choice:* {line}")
+        for line in sorted(shared):
+            st.markdown(f"🧩 *The application's choice, at every level:* {line}")
 
 
 def timeline_figure(history: list[dict[str, Any]], result: dict[str, Any]) -> go.Figure:

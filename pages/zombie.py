@@ -43,6 +43,8 @@ if st.button(
     output = run_live(service, scenario, [LEVEL])
     if output is not None:
         st.session_state["zombie_run"] = output["run_id"]
+        # The picker below opens on the run just made, not on the one it showed before.
+        st.session_state["zombie_pick"] = output["run_id"]
 
 runs = [
     r
@@ -56,9 +58,9 @@ if not runs:
     st.stop()
 ids = [r["run_id"] for r in runs]
 chosen = st.session_state.get("zombie_run")
-run_id = st.selectbox(
-    "Run", ids, index=ids.index(chosen) if chosen in ids else 0, key="zombie_pick"
-)
+if st.session_state.get("zombie_pick") not in ids:
+    st.session_state["zombie_pick"] = chosen if chosen in ids else ids[0]
+run_id = st.selectbox("Run", ids, key="zombie_pick")
 try:
     run = record.load_run(run_id)
 except LabError as exc:
@@ -84,8 +86,11 @@ st.caption(f"`transactional.id = {txn_id}`")
 for event in fenced:
     match = PID_EPOCH.search(event.get("reason", ""))
     detail = f" (producer id {match[1]}, old epoch {match[2]})" if match else ""
-    st.error(
-        f"{instance_label(event['proc'])} was rejected{detail}: {event.get('reason')}", icon="🛡️"
+    # Fencing is exactly-once working, so it is shown as a success, with Kafka's own words.
+    st.success(
+        f"Fencing worked: {instance_label(event['proc'])}'s write was rejected{detail}. "
+        f"Kafka said: “{event.get('reason')}”",
+        icon="🛡️",
     )
 
 # The timeline: one row per instance.

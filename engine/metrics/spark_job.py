@@ -766,10 +766,12 @@ def _check_topics(bootstrap: str, topics: Sequence[str], run_id: str) -> None:
 
 
 # What a level's result in result.json says that is no measurement (the faults fired, the
-# client settings, the times, the idempotency-key database's rows); it is carried over so
-# the output has every field of `engine run --json`.
+# client settings, the times, the idempotency-key database's rows, the sentences that
+# explain the counts from the history); it is carried over so the output has every field of
+# `engine run --json`.
 CARRIED_OVER = (
     "faults",
+    "explain",
     "started_at",
     "duration_s",
     "producer_config",

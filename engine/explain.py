@@ -1,0 +1,247 @@
+"""Explains a level's numbers from the run's own evidence, after the checker has counted.
+
+Three kinds of sentence, each built only from the history and the counts of this run:
+
+- evidence: what the faults did and how Kafka answered (where a fault point stopped a
+  process, who was fenced and with which error, where a replacement started reading);
+- why: for every count that a level's promise excludes, or that a room would ask about
+  (duplicates under at-most-once, loss under at-least-once, reordering), which ids, who wrote
+  them, and the mechanism the evidence shows;
+- choices: what the lab decided as the application would (how a replacement joins, what a
+  replacement producer resends). The page labels these as the application's, not Kafka's.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from engine.checker import LevelCounts, Verdict
+
+# What each level's promise rules out, by count.
+EXCLUDED = {
+    "at-most-once": {"duplicates"},
+    "at-least-once": {"lost"},
+    "exactly-once": {"duplicates", "lost"},
+    "idempotent-only": set(),  # its promise covers retries within one producer session
+    "idempotency-key": {"lost"},
+}
+
+
+@dataclass
+class Explanation:
+    evidence: list[str] = field(default_factory=list)
+    why: list[str] = field(default_factory=list)
+    choices: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, list[str]]:
+        return asdict(self)
+
+
+def id_ranges(ids: Iterable[int]) -> str:
+    """[5, 6, 7, 9] -> "5–7, 9"."""
+    ordered = sorted(set(ids))
+    parts: list[str] = []
+    start = prev = None
+    for i in ordered:
+        if start is None:
+            start = prev = i
+        elif i == prev + 1:
+            prev = i
+        else:
+            parts.append(str(start) if start == prev else f"{start}–{prev}")
+            start = prev = i
+    if start is not None:
+        parts.append(str(start) if start == prev else f"{start}–{prev}")
+    return ", ".join(parts)
+
+
+def ids_phrase(ids: Iterable[int]) -> str:
+    """ "id 5" or "ids 5–9, 12"."""
+    ordered = sorted(set(ids))
+    return f"id {ordered[0]}" if len(ordered) == 1 else f"ids {id_ranges(ordered)}"
+
+
+def _offsets_text(first: dict[str, int], next_: dict[str, int]) -> str:
+    return "; ".join(
+        f"partition {p} offsets {first[p]}–{next_[p] - 1}" for p in sorted(first, key=int)
+    )
+
+
+def _point_sentence(event: dict[str, Any]) -> str | None:
+    at = event.get("at") or {}
+    if not event.get("point") or at.get("ev") != "commit_gap":
+        if event.get("point"):
+            return f"at its fault point ({event['point']})"
+        return None
+    return (
+        f"at its fault point ({event['point']}): batch {at.get('batch')}, ids "
+        f"{id_ranges(i for i in at.get('ids', []) if i is not None)} "
+        f"({_offsets_text(at.get('first', {}), at.get('offsets', {}))}), {at.get('state')}"
+    )
+
+
+def explain(
+    level: str,
+    pipeline: str,
+    history: Sequence[dict[str, Any]],
+    counts: LevelCounts,
+    verdicts: Sequence[Verdict],
+) -> Explanation:
+    out = Explanation()
+    writer = "output_acked" if pipeline == "processor" else "ack"
+    writers_of: dict[int, set[str]] = defaultdict(set)
+    first_read: dict[str, dict[str, Any]] = {}
+    resumed_at: dict[str, float] = {}
+    written_after_wake: dict[str, list[int]] = defaultdict(list)
+    resumed = False  # a replacement producer decided what to send again
+    for event in history:
+        proc, ev = str(event.get("proc", "")), event.get("ev")
+        if proc == "source" or proc == "sink":
+            continue
+        if ev == writer and event.get("id") is not None:
+            writers_of[event["id"]].add(proc)
+            if proc in resumed_at:
+                written_after_wake[proc].append(event["id"])
+        elif ev == "consumed" and proc not in first_read:
+            first_read[proc] = event
+        elif ev == "nemesis":
+            _nemesis_evidence(event, out)
+            if event.get("kind") == "resume":
+                resumed_at[str(event.get("target"))] = event["t"]
+        elif ev == "fenced":
+            by = f" by the {event['by']}" if event.get("by") else ""
+            out.evidence.append(
+                f"{proc} was fenced{by}: {event.get('error')} ({event.get('reason')})."
+            )
+        elif ev == "commit_rejected":
+            out.evidence.append(
+                f"{proc}'s commit of offsets {event.get('offsets')} was rejected: "
+                f"{event.get('error')} ({event.get('reason')})."
+            )
+        elif ev == "txn_abort" and proc.startswith("processor"):
+            out.evidence.append(
+                f"{proc} aborted the transaction of ids {id_ranges(event.get('ids', []))} after "
+                f"{event.get('error')}, and read the batch again."
+            )
+        elif ev == "resume":
+            resumed = True
+            out.choices.append(_resume_choice(proc, event))
+        elif ev == "batch_failed":
+            batch = id_ranges(i for i in event.get("ids", []) if i is not None)
+            then = event.get("then") or "the batch was not retried"
+            out.evidence.append(
+                f"{proc}: not every output of ids {batch} was acknowledged; {then}."
+            )
+    for proc, event in first_read.items():
+        if "#" in proc:
+            out.evidence.append(
+                f"{proc} (the replacement) started reading partition {event.get('partition')} at "
+                f"offset {event.get('offset')}, the group's committed offset."
+            )
+    for proc, ids in written_after_wake.items():
+        if ids:
+            out.evidence.append(
+                f"After waking, {proc} wrote ids {id_ranges(ids)} before it stopped: a consumer "
+                "group fences a member's commits, not its producer's writes (only a "
+                "transactional producer's epoch stops those)."
+            )
+
+    duplicated = [v for v in verdicts if v.copies > 1]
+    if counts.duplicates and duplicated:
+        ids = [v.id for v in duplicated]
+        both = sorted({p for v in duplicated for p in writers_of.get(v.id, set())})
+        if pipeline == "processor" and len(both) > 1:
+            writers = " and by ".join(both)
+            sentence = f"Duplicates: outputs for {ids_phrase(ids)} were written by {writers}."
+        else:
+            sentence = f"Duplicates: {ids_phrase(ids)} stored more than once."
+        if "duplicates" in EXCLUDED.get(level, set()):
+            sentence += " This level's promise excludes duplicates"
+            sentence += (
+                ": two instances processed the same input, which it assumes cannot happen."
+                if len(both) > 1
+                else "."
+            )
+        elif level in ("at-least-once", "idempotency-key"):
+            sentence += (
+                " At least once allows this: the replacement read the input again from the last "
+                "committed offset."
+                if pipeline == "processor"
+                else " At least once allows this: the message was sent again and stored again."
+            )
+        elif level == "idempotent-only" and resumed:
+            sentence += (
+                " The resend came from a new producer instance with a new producer id, so the "
+                "broker could not tell it from a new message: idempotence lasts one session."
+            )
+        out.why.append(sentence)
+    lost = [v.id for v in verdicts if v.verdict == "lost"]
+    if lost:
+        acked = [v.id for v in verdicts if v.verdict == "lost" and v.ack == "acked"]
+        sentence = f"Lost: {ids_phrase(lost)} not in the topic."
+        if pipeline == "processor":
+            sentence += (
+                " Their offsets were committed before their outputs were written, and the "
+                "process died in between; the replacement started after them."
+                if level == "at-most-once"
+                else " Their input offsets were committed without their outputs."
+            )
+        elif acked:
+            sentence += f" Acknowledged before: {ids_phrase(acked)}."
+        if "lost" in EXCLUDED.get(level, set()):
+            sentence += " This level's promise excludes this loss: see the evidence above."
+        out.why.append(sentence)
+    reordered = [v.id for v in verdicts if v.reordered]
+    if reordered:
+        late = [i for ids in written_after_wake.values() for i in ids]
+        sentence = f"Reordered: {ids_phrase(reordered)} stored after later ids."
+        if late and set(reordered) <= set(late):
+            sentence += (
+                " The frozen instance wrote them when it woke, after the replacement had moved on."
+            )
+        out.why.append(sentence)
+
+    if pipeline == "processor":
+        out.choices.append(
+            "The processor subscribes in a consumer group with static membership "
+            "(group.instance.id), and a replacement joins with the same id, so the group "
+            "coordinator hands it the partitions at once. Without a static id the coordinator "
+            "waits for the session timeout (6 s) before it reassigns them."
+        )
+    return out
+
+
+POLICIES = {
+    "never-resend": "sent only the ids its outbox had never marked as sent: at most once "
+    "never sends a message twice, so a message sent but unacknowledged is not sent again",
+    "resend-unacked": "sent again every id its outbox had not marked acknowledged, as an "
+    "outbox relay would",
+    "read-committed": "read the topic at read_committed (after init_transactions had aborted "
+    "the dead instance's open transaction, which is Kafka's part) and sent the ids not there",
+}
+
+
+def _resume_choice(proc: str, event: dict[str, Any]) -> str:
+    what = POLICIES.get(str(event.get("policy")), str(event.get("policy")))
+    ids = event.get("ids") or []
+    sent = ids_phrase(ids) if ids else "nothing"
+    return f"The replacement producer ({proc}) {what}: {sent}."
+
+
+def _nemesis_evidence(event: dict[str, Any], out: Explanation) -> None:
+    kind, target = event.get("kind"), event.get("target")
+    where = _point_sentence(event)
+    if kind == "crash":
+        out.evidence.append(f"{target} was killed (SIGKILL){' ' + where if where else ''}.")
+    elif kind == "pause":
+        out.evidence.append(f"{target} was frozen (SIGSTOP){' ' + where if where else ''}.")
+    elif kind == "resume":
+        out.evidence.append(f"{target} woke up (SIGCONT).")
+    elif kind == "fault-not-reached":
+        out.evidence.append(
+            f"The {event.get('fault')} of {target} ({event.get('point')}) never fired: "
+            f"{event.get('reason')}."
+        )

@@ -1,0 +1,101 @@
+"""The explanations of a level's numbers come from the run's history, sentence by sentence."""
+
+from __future__ import annotations
+
+from engine.checker import StoredRecord, check
+from engine.explain import explain, id_ranges, ids_phrase
+
+
+def test_id_ranges_and_phrases():
+    assert id_ranges([9, 5, 6, 7, 12]) == "5–7, 9, 12"
+    assert ids_phrase([4]) == "id 4"
+    assert ids_phrase([4, 5]) == "ids 4–5"
+
+
+def zombie_history() -> list[dict]:
+    gap = {
+        "ev": "commit_gap",
+        "batch": 2,
+        "ids": [2, 3],
+        "first": {"0": 2},
+        "offsets": {"0": 4},
+        "state": "outputs acknowledged, offsets not committed yet",
+    }
+    h = [
+        {"t": 1.0, "proc": "processor", "ev": "output_acked", "id": 0},
+        {"t": 1.1, "proc": "processor", "ev": "output_acked", "id": 1},
+        {"t": 1.2, "proc": "processor", "ev": "output_acked", "id": 2},
+        {"t": 1.3, "proc": "processor", "ev": "output_acked", "id": 3},
+        {
+            "t": 1.4,
+            "proc": "nemesis",
+            "ev": "nemesis",
+            "kind": "pause",
+            "target": "processor",
+            "point": "after commit_gap #2",
+            "at": gap,
+        },
+        {"t": 1.5, "proc": "processor#2", "ev": "consumed", "id": 2, "partition": 0, "offset": 2},
+        {"t": 1.6, "proc": "processor#2", "ev": "output_acked", "id": 2},
+        {"t": 1.7, "proc": "processor#2", "ev": "output_acked", "id": 3},
+        {"t": 5.0, "proc": "nemesis", "ev": "nemesis", "kind": "resume", "target": "processor"},
+        {
+            "t": 5.1,
+            "proc": "processor",
+            "ev": "fenced",
+            "error": "FENCED_INSTANCE_ID",
+            "reason": "Commit failed",
+            "by": "group coordinator",
+        },
+    ]
+    return h
+
+
+def test_duplicates_at_least_once_are_traced_to_both_instances_and_the_fencing():
+    history = zombie_history()
+    stored = [StoredRecord(0, o, i) for o, i in enumerate([0, 1, 2, 3, 2, 3])]
+    verdicts, counts = check(ledger=range(4), history=history, stored=stored)
+    why = explain("at-least-once", "processor", history, counts, verdicts)
+    assert counts.duplicates == 2
+    assert any("batch 2, ids 2–3 (partition 0 offsets 2–3)" in e for e in why.evidence)
+    assert any("fenced by the group coordinator: FENCED_INSTANCE_ID" in e for e in why.evidence)
+    assert any("started reading partition 0 at offset 2" in e for e in why.evidence)
+    assert why.why == [
+        "Duplicates: outputs for ids 2–3 were written by processor and by processor#2. "
+        "At least once allows this: the replacement read the input again from the last "
+        "committed offset."
+    ]
+    assert any("static membership" in c for c in why.choices)
+
+
+def test_duplicates_a_level_excludes_are_flagged_as_breaking_its_promise():
+    history = zombie_history()
+    stored = [StoredRecord(0, o, i) for o, i in enumerate([0, 1, 2, 3, 2, 3])]
+    verdicts, counts = check(ledger=range(4), history=history, stored=stored)
+    why = explain("at-most-once", "processor", history, counts, verdicts)
+    assert "two instances processed the same input" in why.why[0]
+
+
+def test_loss_at_most_once_names_the_ids_and_the_commit_before_the_outputs():
+    history = [{"t": 1.0, "proc": "processor", "ev": "output_acked", "id": 0}]
+    verdicts, counts = check(ledger=range(3), history=history, stored=[StoredRecord(0, 0, 0)])
+    why = explain("at-most-once", "processor", history, counts, verdicts)
+    assert why.why[0].startswith("Lost: ids 1–2 not in the topic. Their offsets were committed")
+
+
+def test_a_replacement_producers_policy_is_an_application_choice():
+    history = [
+        {
+            "t": 1.0,
+            "proc": "producer#2",
+            "ev": "resume",
+            "policy": "resend-unacked",
+            "ids": [5, 6, 7],
+        },
+    ]
+    verdicts, counts = check(ledger=range(8), history=history, stored=[])
+    why = explain("at-least-once", "producer", history, counts, verdicts)
+    assert why.choices == [
+        "The replacement producer (producer#2) sent again every id its outbox had not marked "
+        "acknowledged, as an outbox relay would: ids 5–7."
+    ]
