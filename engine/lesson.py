@@ -11,11 +11,11 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from engine import paths
 from engine.errors import LabError
-from engine.scenario import list_scenarios
+from engine.scenario import EXPECTATION, list_scenarios, meets
 
 
 class LessonError(LabError):
@@ -23,17 +23,23 @@ class LessonError(LabError):
 
 
 class Check(BaseModel):
+    """The count of a run that confirms a step's answer: "3", ">=1" or "<=0", as in `expect`."""
+
     model_config = ConfigDict(extra="forbid", frozen=True)
     level: str
     field: str
-    equals: int
+    expect: str = Field(pattern=rf"^\s*{EXPECTATION}\s*$")
 
     def holds(self, results: dict[str, Any]) -> bool | None:
         """True or False against a run's results; None if the run lacks that level."""
         level = results.get(self.level)
         if level is None or self.field not in level:
             return None
-        return level[self.field] == self.equals
+        return meets(level[self.field], self.expect)
+
+    def describe(self) -> str:
+        text = self.expect.strip()
+        return f"{self.field} {text if text[0] in '<>' else '= ' + text} at {self.level}"
 
 
 class Step(BaseModel):

@@ -96,8 +96,8 @@ if phase == "explain":
     st.markdown(f"**{verdict}**")
     if confirmed is False:
         st.warning(
-            f"This run did not show the usual outcome ({step.check.field} = "
-            f"{step.check.equals} at {step.check.level}). Timing on a busy machine can do that; "
+            f"This run did not show the usual outcome ({step.check.describe()}). Timing on a "
+            "busy machine can do that; "
             "the counts below are what Kafka really holds. Run the step again to compare."
         )
     st.markdown(step.explain)
