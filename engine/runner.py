@@ -22,19 +22,21 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaError, TopicPartition
+from confluent_kafka import Consumer, TopicPartition
 
 from engine import paths, record
-from engine.checker import LevelCounts, StoredRecord, check, verdicts_to_rows
+from engine.checker import LevelCounts, check, verdicts_to_rows
 from engine.cluster.base import Cluster
 from engine.errors import LabError
+from engine.explain import explain
+from engine.failpoints import FailPoint
 from engine.history import HistoryWriter, Tail, merge
 from engine.kafka import admin
+from engine.kafka.reader import read_topic
 from engine.levels import LEVELS, Level
-from engine.nemesis import Nemesis, NemesisContext
+from engine.nemesis import Nemesis, NemesisContext, armed_point, fault_target
 from engine.processes import RoleProcess
 from engine.proxy.control import read_events
-from engine.roles.common import parse_value
 from engine.scenario import Fault, Scenario
 
 Progress = Callable[[str, float], None]  # (what is happening, fraction of the run done)
@@ -80,11 +82,17 @@ class LevelRun:
         self.ledger = list(range(scenario.workload.messages))
         self.processes: list[RoleProcess] = []
         self.nemesis_history = HistoryWriter(self.folder / "nemesis.jsonl", "nemesis")
+        # The producing application's own record of sends and acks (engine.roles.producer).
+        self.outbox = self.folder / "outbox.jsonl"
         self.client_ids = {
             "producer": f"{run_id}-{level.name}-producer",
             "processor": f"{run_id}-{level.name}-processor",
         }
         self.started_at = time.time()
+        # Fault points armed in the first instance of a role (a replacement runs unarmed).
+        self.failpoints: dict[str, FailPoint] = {
+            fault_target(f): point for f in scenario.faults if (point := armed_point(f))
+        }
 
     # ---- processes ---------------------------------------------------------------------
     def live(self, base: str) -> RoleProcess | None:
@@ -108,6 +116,8 @@ class LevelRun:
             "run_id": self.run_id,
             "level": self.level.name,
         }
+        if name == base and base in self.failpoints:
+            spec["failpoint"] = self.failpoints[base].to_spec()
         process = RoleProcess(name=name, role=role, history=history, spec=spec).start(self.folder)
         self.processes.append(process)
         return process
@@ -133,6 +143,8 @@ class LevelRun:
             "client_id": self.client_ids["producer"] + ("-source" if clean else ""),
             "topic": self.input_topic,
             "ids": ids,
+            "partitions": workload.partitions,
+            "outbox": None if clean else str(self.outbox),
             "rate": workload.rate,
             "batch": workload.batch,
             "config": config,
@@ -145,6 +157,8 @@ class LevelRun:
             "bootstrap": self.cluster.proxied_bootstrap or self.cluster.direct_bootstrap,
             "client_id": self.client_ids["processor"],
             "group": f"{self.run_id}-{self.level.name}-processor",
+            # Static membership: a replacement is the same member of the group, restarted.
+            "instance_id": f"{self.run_id}-{self.level.name}-processor-1",
             "input": self.input_topic,
             "output": self.output_topic,
             "partitions": workload.partitions,
@@ -158,24 +172,24 @@ class LevelRun:
     def replace(self, base: str, fault: Fault) -> None:
         """Start a new instance of a crashed or paused role, as an operator's restart would."""
         if base == "producer":
-            ids = self.ids_to_resend(fault.resend_unacked)
-            self.start_role("producer", "producer", self.producer_spec(ids))
+            spec = self.producer_spec(self.ledger)
+            spec["resume"] = {"policy": self.resend_policy(fault), "outbox": str(self.outbox)}
+            self.start_role("producer", "producer", spec)
         elif base == "processor":
             self.start_role("processor", "processor", self.processor_spec())
 
-    def ids_to_resend(self, resend_unacked: bool) -> list[int]:
-        """What a new producer instance sends: the level decides what counts as done."""
-        events = merge(p.history for p in self.processes if p.base == "producer")
-        sent = {e["id"] for e in events if e["ev"] == "send"}
-        acked = {e["id"] for e in events if e["ev"] == "ack"}
-        committed = {i for e in events if e["ev"] == "txn_commit" for i in e["ids"]}
-        if self.level.name == "at-most-once" or not resend_unacked:
-            done = sent  # at most once: never send a message a second time
-        elif self.level.transactional:
-            done = committed  # an open transaction of the dead instance will be aborted
-        else:
-            done = acked
-        return [i for i in self.ledger if i not in done]
+    def resend_policy(self, fault: Fault) -> str:
+        """How a replacement producer decides what to send: the application's choice.
+
+        It knows only what an application could: its own outbox (what it marked sent or
+        acknowledged) or, for a transactional producer, what the topic holds at
+        read_committed. The page labels the policy as the application's.
+        """
+        if self.level.name == "at-most-once" or not fault.resend_unacked:
+            return "never-resend"
+        if self.level.transactional or self.scenario.transactions.get("all_levels"):
+            return "read-committed"
+        return "resend-unacked"
 
     # ---- the run -----------------------------------------------------------------------
     def run(self, progress: Callable[[str], None]) -> dict[str, Any]:
@@ -248,6 +262,8 @@ class LevelRun:
             if proxy_tail is not None:
                 nemesis.observe(self._our_proxy_events(proxy_tail.read_new()))
             nemesis.tick()
+            if nemesis.pending and self._clients_finished():
+                nemesis.drop_unreachable()
             if nemesis.done and self._clients_finished():
                 return
             if time.time() > deadline:
@@ -328,6 +344,7 @@ class LevelRun:
         )
         faults = self._faults(history)
         effects = self._effects(history)
+        why = explain(self.level.name, self.scenario.pipeline, history, counts, verdicts)
         (self.folder / "history.jsonl").write_text("".join(json.dumps(e) + "\n" for e in history))
         (self.folder / "verdicts.json").write_text(json.dumps(verdicts_to_rows(verdicts)))
         (self.folder / "stored.json").write_text(
@@ -339,7 +356,7 @@ class LevelRun:
                 }
             )
         )
-        return {**self._result(counts, faults), **effects}
+        return {**self._result(counts, faults), **effects, "explain": why.to_json()}
 
     def dedup_store(self) -> dict[str, Any] | None:
         """SQLite in the run folder, or the PostgreSQL that LAB_DEDUP_DSN names."""
@@ -441,50 +458,6 @@ class LevelRun:
 def last_event(path: Path) -> str | None:
     events = merge([path])
     return events[-1]["ev"] if events else None
-
-
-def read_topic(
-    bootstrap: str, topic: str, isolation: str, partitions: int, timeout: float = 30.0
-) -> list[StoredRecord]:
-    """Every record of a topic up to its end, at an isolation level, through `bootstrap`."""
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": f"lab-checker-{secrets.token_hex(4)}",
-            "enable.auto.commit": False,
-            "isolation.level": isolation,
-            "enable.partition.eof": True,
-            "logger": admin.log,
-        }
-    )
-    try:
-        consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
-        records: list[StoredRecord] = []
-        at_end: set[int] = set()
-        deadline = time.monotonic() + timeout
-        while len(at_end) < partitions:
-            if time.monotonic() > deadline:
-                raise RunFailed(f"could not read {topic} to its end within {timeout:.0f}s")
-            msg = consumer.poll(0.5)
-            if msg is None:
-                continue
-            if msg.error():
-                if msg.error().code() == KafkaError._PARTITION_EOF:
-                    at_end.add(msg.partition())
-                continue
-            at_end.discard(msg.partition())
-            value = parse_value(msg.value())
-            records.append(
-                StoredRecord(
-                    partition=msg.partition(),
-                    offset=msg.offset(),
-                    id=value["id"] if value else None,
-                    created_at=value.get("created_at") if value else None,
-                )
-            )
-        return records
-    finally:
-        consumer.close()
 
 
 def run_scenario(

@@ -102,7 +102,11 @@ class Scenario(_Strict):
     # Per-level overrides of the producer's settings (for example acks=1 against acks=all).
     producer_overrides: dict[str, dict[str, Any]] = Field(default_factory=dict)
     transactions: dict[str, Any] = Field(default_factory=dict)
+    # What this file's own settings give (exact where the faults are exact).
     expect: dict[str, dict[str, str]] = Field(default_factory=dict)
+    # What must show, at any setting the pages offer, for the lesson to be made (bounds such
+    # as at-least-once duplicates >= 1). benchmarks/fidelity.py measures how often it does.
+    teaches: dict[str, dict[str, str]] = Field(default_factory=dict)
     timeout_s: Annotated[float, Field(gt=0, le=600)] = 60.0
 
     def unmet_expectations(self, results: dict[str, dict[str, Any]]) -> list[str]:
@@ -110,15 +114,70 @@ class Scenario(_Strict):
 
         An expectation is "3" (exactly), ">=1" (at least) or "<=2" (at most).
         """
-        unmet = []
-        for level, expected in self.expect.items():
-            if level not in results:
+        return _unmet(self.expect, results)
+
+    def lesson_missed(self, results: dict[str, dict[str, Any]]) -> list[str]:
+        """Where a run did not show what the scenario teaches (its `teaches` block)."""
+        return _unmet(self.teaches, results)
+
+    def cannot_teach(self) -> str | None:
+        """Why these settings cannot make the lesson, said before a run; None if they can.
+
+        A fault point on the processor's k-th commit gap needs k batches; one on its k-th
+        consumed message or output needs k messages.
+        """
+        workload = self.workload
+        batches = -(-workload.messages // workload.commit_every)
+        for fault in self.faults:
+            when = fault.when
+            if when.event is None or when.process != "processor":
                 continue
-            for field, expectation in expected.items():
-                value = results[level][field]
-                if not _meets(value, expectation):
-                    unmet.append(f"{level}: {field} = {value}, expected {expectation}")
-        return unmet
+            if when.event == "commit_gap" and when.count > batches:
+                return (
+                    f"With {workload.messages} messages and {workload.commit_every} per commit "
+                    f"the processor reads {batches} batch(es), and the {fault.kind} happens in "
+                    f"batch {when.count}: it would never happen. Use at least "
+                    f"{(when.count - 1) * workload.commit_every + 1} messages, or fewer per "
+                    "commit."
+                )
+            if when.event in ("consumed", "output_acked") and when.count > workload.messages:
+                return (
+                    f"The {fault.kind} happens after message {when.count}, and the run has "
+                    f"{workload.messages}: it would never happen. Use more messages."
+                )
+        for fault in self.faults:
+            # Without batching, each message is its own Produce request.
+            if (
+                fault.kind == "drop-produce-response"
+                and not workload.batch
+                and (fault.nth or 1) > workload.messages
+            ):
+                return (
+                    f"The network loses the answer to Produce request {fault.nth}, and "
+                    f"{workload.messages} message(s) make only {workload.messages} "
+                    "request(s): nothing would be lost. Use more messages."
+                )
+        aborted = self.transactions.get("abort") or []
+        if aborted and max(aborted) >= batches:
+            return (
+                f"Transaction {max(aborted) + 1} is the one aborted, and {workload.messages} "
+                f"messages at {workload.commit_every} per transaction make {batches}: nothing "
+                "would be aborted. Use more messages, or fewer per transaction."
+            )
+        return None
+
+    @model_validator(mode="after")
+    def _expectations_are_well_formed(self) -> Scenario:
+        import re
+
+        for block in (self.expect, self.teaches):
+            for level, fields in block.items():
+                for field, expectation in fields.items():
+                    if not re.fullmatch(rf"\s*{EXPECTATION}\s*", expectation):
+                        raise ValueError(
+                            f"{level}.{field}: '{expectation}' is not a count such as 3, >=1 or <=0"
+                        )
+        return self
 
     @field_validator("name")
     @classmethod
@@ -188,6 +247,9 @@ def load_scenario(path: str | Path) -> Scenario:
     return parse_scenario(text, str(path))
 
 
+EXPECTATION = r"(>=|<=)?\s*\d+"
+
+
 def scenarios_dir() -> Path:
     from engine import paths
 
@@ -198,7 +260,20 @@ def list_scenarios() -> dict[str, Path]:
     return {p.stem: p for p in sorted(scenarios_dir().glob("*.yaml"))}
 
 
-def _meets(value: int, expectation: str) -> bool:
+def _unmet(block: dict[str, dict[str, str]], results: dict[str, dict[str, Any]]) -> list[str]:
+    unmet = []
+    for level, expected in block.items():
+        if level not in results:
+            continue
+        for field, expectation in expected.items():
+            value = results[level][field]
+            if not meets(value, expectation):
+                unmet.append(f"{level}: {field} = {value}, expected {expectation}")
+    return unmet
+
+
+def meets(value: int, expectation: str) -> bool:
+    """Whether a count meets "3" (exactly), ">=1" (at least) or "<=2" (at most)."""
     expectation = expectation.strip()
     if expectation.startswith(">="):
         return value >= int(expectation[2:])

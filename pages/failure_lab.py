@@ -42,21 +42,34 @@ levels = st.multiselect(
     default=scenario.levels,
     key=f"lab_levels_{name}",
 )
+workload = scenario.workload
 with st.expander("Parameters"):
     left, right = st.columns(2)
-    messages = left.number_input("Messages", 1, 10_000, scenario.workload.messages)
+    messages = left.number_input("Messages", 1, 10_000, workload.messages)
     commit_every = right.number_input(
-        "Messages per commit or transaction", 1, 1000, scenario.workload.commit_every
+        "Messages per commit or transaction", 1, 1000, workload.commit_every
     )
+    changes: dict[str, int | float] = {"messages": int(messages), "commit_every": int(commit_every)}
+    if scenario.pipeline == "processor":
+        changes["partitions"] = int(
+            left.number_input("Partitions", 1, 12, workload.partitions, key=f"lab_parts_{name}")
+        )
+        changes["processing_ms"] = float(
+            right.number_input(
+                "Processing time per message (ms)",
+                0,
+                1000,
+                int(workload.processing_ms),
+                key=f"lab_work_{name}",
+            )
+        )
     st.caption("The fault schedule:")
     st.json([f.model_dump(exclude_defaults=True) for f in scenario.faults], expanded=False)
-scenario = scenario.model_copy(
-    update={
-        "workload": scenario.workload.model_copy(
-            update={"messages": int(messages), "commit_every": int(commit_every)}
-        )
-    }
-)
+scenario = scenario.model_copy(update={"workload": workload.model_copy(update=changes)})
+# Settings with which the fault cannot happen are refused before the run, with the reason.
+cannot_teach = scenario.cannot_teach()
+if cannot_teach:
+    st.warning(cannot_teach, icon="🚫")
 
 service = cluster_service()
 ready = service.state == "ready" and service.cluster is not None
@@ -74,7 +87,7 @@ def show_run(run_id: str) -> None:
 
 
 # Each scenario keeps its own latest run, so a result never shows under another's heading.
-if st.button("▶ Run", type="primary", disabled=not ready or not levels):
+if st.button("▶ Run", type="primary", disabled=not ready or not levels or bool(cannot_teach)):
     run_live(service, scenario, levels, show=show_run)
 elif run_id := st.session_state.get("lab_runs", {}).get(name):
     show_run(run_id)

@@ -84,3 +84,38 @@ def test_unmet_expectations_names_each_broken_promise():
         "at-least-once: lost = 2, expected 0",
         "at-least-once: delivered = 21, expected <=20",
     ]
+
+
+def test_every_scenario_says_what_it_teaches_for_each_level_it_runs():
+    for name, path in list_scenarios().items():
+        scenario = load_scenario(path)
+        assert set(scenario.teaches) == set(scenario.levels), name
+
+
+def test_settings_that_cannot_reach_the_fault_are_refused_with_the_reason():
+    crash = load_scenario(list_scenarios()["consumer-crash"])
+    assert crash.cannot_teach() is None
+
+    def at(scenario, **workload):
+        return scenario.model_copy(
+            update={"workload": scenario.workload.model_copy(update=workload)}
+        )
+
+    # The crash is in the second batch: 5 messages at 5 per commit make one batch.
+    reason = at(crash, messages=5, commit_every=5).cannot_teach()
+    assert reason is not None and "Use at least 6 messages" in reason
+    assert at(crash, messages=6, commit_every=5).cannot_teach() is None
+    # The third Produce request's answer is lost: two messages make two requests.
+    ack_loss = load_scenario(list_scenarios()["ack-loss"])
+    assert "Use more messages" in (at(ack_loss, messages=2).cannot_teach() or "")
+    # Transaction 2 is aborted: 25 messages in transactions of 25 make one.
+    aborted = load_scenario(list_scenarios()["aborted-transaction"])
+    assert "nothing would be aborted" in (at(aborted, commit_every=25).cannot_teach() or "")
+    assert at(aborted, commit_every=20).cannot_teach() is None
+
+
+def test_a_malformed_teaches_bound_names_the_field():
+    with pytest.raises(ScenarioError, match=r"at-least-once.duplicates: 'many' is not a count"):
+        parse_scenario(
+            "name: x\ntitle: X\nteaches: {at-least-once: {duplicates: many}}\n", "x.yaml"
+        )
