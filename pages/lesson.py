@@ -19,10 +19,14 @@ from pages._shared import cluster_service, require_app, show_error
 require_app()
 
 # Projector-sized type for this page only.
+# The metric values hold a <p> too: their rule is more specific, so the enlarged text rule
+# cannot shrink the key numbers to the size of their labels.
 st.markdown(
     "<style>.stMainBlockContainer p, .stMainBlockContainer li, .stMainBlockContainer label "
     "{font-size: 1.35rem !important; line-height: 1.5;} "
-    "[data-testid='stMetricValue'] {font-size: 3rem !important;}</style>",
+    ".stMainBlockContainer [data-testid='stMetricValue'], "
+    ".stMainBlockContainer [data-testid='stMetricValue'] p "
+    "{font-size: 3rem !important; line-height: 1.2;}</style>",
     unsafe_allow_html=True,
 )
 
@@ -69,7 +73,7 @@ if phase == "predict" and st.button("Lock in the prediction", disabled=predictio
 
 if phase in ("run", "explain"):
     st.subheader("2 · Run it, for real")
-    st.caption(scenario.story)
+    # The story tells the outcome: it waits for the explanation, after the run.
     service = cluster_service()
     if phase == "run" and st.button("▶ Run the scenario", type="primary"):
         output = run_live(service, scenario, scenario.levels)
@@ -94,6 +98,14 @@ if phase == "explain":
         else (f"❌ The room said “{guessed}”; the answer is “{step.answer}”.")
     )
     st.markdown(f"**{verdict}**")
+    # The count the answer rests on, on the same screen as the explanation that cites it.
+    level_result = run["result"]["results"].get(step.check.level, {})
+    if step.check.field in level_result:
+        st.metric(
+            f"{step.check.field.replace('_', ' ').capitalize()} at {step.check.level}",
+            level_result[step.check.field],
+            help=f"The answer is confirmed when {step.check.describe()}.",
+        )
     if confirmed is False:
         st.warning(
             f"This run did not show the usual outcome ({step.check.describe()}). Timing on a "
@@ -101,6 +113,8 @@ if phase == "explain":
             "the counts below are what Kafka really holds. Run the step again to compare."
         )
     st.markdown(step.explain)
+    with st.expander("The scenario's story"):
+        st.markdown(scenario.story)
     render_run(run)
 
 left, right = st.columns(2)

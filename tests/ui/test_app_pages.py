@@ -9,6 +9,7 @@ from streamlit.testing.v1 import AppTest
 
 from engine import paths
 from engine.levels import LEVELS
+from engine.scenario import list_scenarios, load_scenario
 
 APP = str(paths.REPO_ROOT / "app.py")
 
@@ -117,13 +118,19 @@ def test_lesson_mode_predict_run_explain(monkeypatch, cluster1):
         assert not at.exception
         at.radio[0].set_value("two").run()  # the room predicts two copies of message 2
         next(b for b in at.button if b.label == "Lock in the prediction").click().run()
+        # The story tells the outcome, so it is not on screen before the run.
+        story = load_scenario(list_scenarios()["ack-loss"]).story[:40]
+        assert not any(story in e.value for e in [*at.markdown, *at.caption])
         next(b for b in at.button if b.label == "▶ Run the scenario").click().run()
         assert not at.exception
         assert not at.error, [e.value for e in at.error]
         texts = "\n".join(m.value for m in at.markdown)
         assert "The room was right." in texts
         assert not at.warning, "the run confirmed the expected outcome"
-        assert ("Duplicates", "1") in {(m.label, m.value) for m in at.metric}
+        metrics = {(m.label, m.value) for m in at.metric}
+        assert ("Duplicates", "1") in metrics
+        # The count the answer rests on is beside the explanation.
+        assert ("Duplicates at at-least-once", "1") in metrics
     finally:
         (paths.state_dir() / "current.json").unlink(missing_ok=True)
 
