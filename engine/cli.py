@@ -15,7 +15,8 @@ import time
 from collections.abc import Callable, Sequence
 
 from engine import paths
-from engine.errors import ClusterNotRunningError, LabError
+from engine.cli_common import run_command
+from engine.errors import ClusterNotRunningError
 
 
 def _print_json(data: object) -> None:
@@ -276,26 +277,6 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_metrics_commands(sub)
     return parser
-
-
-def run_command(func: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:
-    """Run a command; every failure ends as one line on stderr and a non-zero exit code."""
-    try:
-        return func(args)
-    except LabError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return exc.exit_code
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
-    except Exception as exc:
-        if os.environ.get("LAB_DEBUG"):
-            raise
-        print(
-            f"error: unexpected {type(exc).__name__}: {exc}. Rerun with LAB_DEBUG=1 for details.",
-            file=sys.stderr,
-        )
-        return 1
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -13,6 +13,7 @@ import sys
 from collections.abc import Sequence
 
 from engine import logs
+from engine.cli_common import run_command  # the CLI's own error handling, not a copy of it
 
 
 def _print_json(data: object) -> None:
@@ -141,8 +142,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m engine.logs_cli")
     add_commands(parser.add_subparsers(dest="command", required=True))
     args = parser.parse_args(argv)
-    from engine.cli import run_command  # the CLI's own error handling, not a copy of it
-
     return run_command(args.func, args)
 
 

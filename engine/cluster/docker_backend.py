@@ -39,7 +39,7 @@ from docker.models.containers import Container
 
 from engine import paths
 from engine.cluster.base import Cluster, NodeInfo, NodeState, ProxyInfo, write_json_atomic
-from engine.cluster.embedded import _signal_group, _wait_gone, pid_alive
+from engine.cluster.pids import _signal_group, _wait_gone, pid_alive
 from engine.cluster.ports import LOOPBACK, free_ports, require_free
 from engine.cluster.proxy_process import route_args, start_proxy_process
 from engine.errors import (

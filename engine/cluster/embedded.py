@@ -17,7 +17,6 @@ and by the dashboard.
 from __future__ import annotations
 
 import base64
-import contextlib
 import json
 import os
 import shutil
@@ -35,6 +34,7 @@ from typing import Any
 from engine import paths
 from engine.cluster import jars
 from engine.cluster.base import Cluster, NodeInfo, NodeState, ProxyInfo, write_json_atomic
+from engine.cluster.pids import _signal_group, _wait_for_state, _wait_gone, pid_alive, pid_paused
 from engine.cluster.ports import LOOPBACK, free_ports, is_listening
 from engine.cluster.proxy_process import route_args, start_proxy_process
 from engine.errors import ClusterError, ClusterNotRunningError, PortInUseError
@@ -133,67 +133,6 @@ def server_properties(node: EmbeddedNode, voters: str, node_count: int) -> str:
         "log.flush.interval.messages": 9223372036854775807,
     }
     return "".join(f"{k}={v}\n" for k, v in props.items())
-
-
-def _proc_state(pid: int) -> str | None:
-    """The kernel's one-letter state of a process (R, S, T, Z, ...), or None if it is gone."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-        return stat.rsplit(")", 1)[1].split()[0]
-    except (FileNotFoundError, ProcessLookupError, IndexError):
-        return None
-    except OSError:
-        return None
-
-
-def pid_alive(pid: int | None) -> bool:
-    if not pid:
-        return False
-    if Path("/proc").is_dir():
-        state = _proc_state(pid)
-        return state is not None and state not in ("Z", "X")
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def pid_paused(pid: int | None, recorded: bool) -> bool:
-    if not pid:
-        return False
-    if Path("/proc").is_dir():
-        return _proc_state(pid) in ("T", "t")
-    return recorded
-
-
-def _signal_group(pid: int, sig: int) -> None:
-    """Signal a process and the group it leads (each node is started in its own session)."""
-    for target in (lambda: os.killpg(pid, sig), lambda: os.kill(pid, sig)):
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            target()
-
-
-def _wait_for_state(pid: int | None, *, paused: bool, timeout: float = 5.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline and pid_alive(pid):
-        if pid_paused(pid, paused) == paused:
-            return
-        time.sleep(0.02)
-
-
-def _wait_gone(pid: int, timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        # Reap it if it is our child, so it does not linger as a zombie.
-        with contextlib.suppress(ChildProcessError):
-            os.waitpid(pid, os.WNOHANG)
-        if not pid_alive(pid):
-            return True
-        time.sleep(0.05)
-    return False
 
 
 class EmbeddedCluster(Cluster):

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from engine import paths
 from engine.cluster.base import ProxyInfo
+from engine.cluster.pids import _signal_group, _wait_gone
 from engine.cluster.ports import LOOPBACK
 from engine.errors import ClusterError
 
@@ -46,7 +47,6 @@ def start_proxy_process(
 
     On failure the process is killed and ClusterError carries the tail of its log.
     """
-    from engine.cluster.embedded import _signal_group, _wait_gone
     from engine.proxy.control import ProxyControl
 
     root.mkdir(parents=True, exist_ok=True)

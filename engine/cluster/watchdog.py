@@ -14,7 +14,8 @@ import argparse
 import contextlib
 import time
 
-from engine.cluster.embedded import EmbeddedCluster, pid_alive
+from engine.cluster.embedded import EmbeddedCluster
+from engine.cluster.pids import pid_alive
 from engine.errors import ClusterError
 
 

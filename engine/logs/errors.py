@@ -1,0 +1,17 @@
+"""The log views' errors: a bad record list, a topic or setting they cannot use, a failed dump."""
+
+from __future__ import annotations
+
+from engine.errors import LabError
+
+
+class RecordListError(LabError):
+    """A record list for the compaction demo that cannot be parsed."""
+
+
+class LogViewError(LabError):
+    """A topic, partition or setting the log views cannot use."""
+
+
+class LogDumpError(LabError):
+    """Kafka's log-dump tool could not be run or read."""

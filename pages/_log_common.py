@@ -1,0 +1,55 @@
+"""What the Log views' tabs share: full-height coloured tables, the cluster-not-ready note,
+and the topic picker.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from engine import logs
+from engine.cluster import Cluster
+
+ROW_HEIGHT = 35  # st.dataframe's row height: tables are sized to show every row at once
+
+
+def not_ready() -> None:
+    st.info(
+        "The cluster is not ready: start it in the sidebar (or with "
+        "`python -m engine cluster up`). Recorded runs work without one.",
+        icon="⏳",
+    )
+
+
+def table(df: pd.DataFrame, colors: dict[str, str]) -> None:
+    """A full-height table, each row coloured by its hidden `_state` column."""
+
+    def paint(row: pd.Series) -> list[str]:
+        color = colors.get(str(row["_state"]), "")
+        return [f"background-color: {color}" if color else ""] * len(row)
+
+    # Whole-number columns with gaps (None) would otherwise show as floats: 2.000000.
+    for column in df.columns:
+        if df[column].dtype == float and df[column].dropna().apply(float.is_integer).all():
+            df[column] = df[column].astype("Int64")
+    height = min(ROW_HEIGHT * (len(df) + 1) + 3, 900)
+    shown = [c for c in df.columns if c != "_state"]
+    st.dataframe(df.style.apply(paint, axis=1), hide_index=True, height=height, column_order=shown)
+
+
+def topic_picker(cluster: Cluster, key: str) -> tuple[str, int] | None:
+    """A topic of the cluster (the one used last preselected) and a partition number."""
+    topics = logs.list_topic_names(cluster.direct_bootstrap)
+    if not topics:
+        st.info("The cluster has no topics yet: run the compaction or transaction demo first.")
+        return None
+    # A topic the page just made (compaction, demo) is picked once; then the user's choice.
+    newest = st.session_state.get("logs_last_topic")
+    if newest in topics and st.session_state.get(f"{key}_newest") != newest:
+        st.session_state[key] = st.session_state[f"{key}_newest"] = newest
+    elif st.session_state.get(key) not in topics:
+        st.session_state[key] = topics[-1]
+    left, right = st.columns([4, 1])
+    topic = left.selectbox("Topic", topics, key=key)
+    partition = int(right.number_input("Partition", 0, 999, 0, key=f"{key}_partition"))
+    return topic, partition

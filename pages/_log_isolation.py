@@ -1,0 +1,220 @@
+"""The Log views' Isolation levels tab: read_committed next to read_uncommitted, from a
+recorded run, a live topic, or a transaction the lab holds open.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+
+from engine import logs, record
+from engine.cluster import Cluster
+from pages._log_common import not_ready, table, topic_picker
+from pages._shared import show_error
+
+KIND_COLORS = {
+    "committed": "#c8e6c9",
+    "not transactional": "#c8e6c9",
+    "aborted": "#ffcdd2",
+    "open": "#ffe0b2",
+    "marker": "#e1bee7",
+}
+
+
+# ---- isolation levels ------------------------------------------------------------------------
+def isolation_tab(cluster: Cluster | None) -> None:
+    st.markdown(
+        "A **read_uncommitted** consumer gets every record up to the **high watermark** "
+        "(HW), aborted ones included. A **read_committed** consumer gets only committed "
+        "records, and stops at the **last stable offset** (LSO): the first offset of the "
+        "oldest transaction still open. Commit and abort **markers** occupy an offset each, "
+        "but no consumer ever receives them: they are the offsets missing from both reads."
+    )
+    source = st.radio(
+        "Source",
+        ["Recorded run", "Live topic", "Open a transaction (live demo)"],
+        horizontal=True,
+        key="logs_iso_source",
+    )
+    try:
+        if source == "Recorded run":
+            recorded_isolation()
+        elif cluster is None:
+            not_ready()
+        elif source == "Live topic":
+            live_isolation(cluster)
+        else:
+            open_transaction_demo(cluster)
+    except Exception as exc:
+        show_error(exc)
+
+
+def recorded_isolation() -> None:
+    runs = [r for r in record.list_runs() if r.get("status") == "complete"]
+    if not runs:
+        st.info(
+            "No recorded runs yet. Run `python -m engine run scenarios/aborted-transaction.yaml`."
+        )
+        return
+    # The aborted-transaction scenario is the one written for this view.
+    default = next((i for i, r in enumerate(runs) if r.get("scenario") == "aborted-transaction"), 0)
+
+    def label(meta: dict[str, Any]) -> str:
+        when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(meta.get("started_at") or 0))
+        return f"{meta.get('scenario', '?')} · {when}"
+
+    left, mid, right = st.columns([3, 2, 1])
+    meta = left.selectbox("Run", runs, index=default, format_func=label, key="logs_iso_run")
+    run = record.load_run(meta["run_id"])
+    levels = list(run["levels"])
+    with_txn = [lv for lv in levels if logs.run_has_transactions(run, lv)]
+    level = mid.selectbox(
+        "Level",
+        levels,
+        index=levels.index(with_txn[0]) if with_txn else 0,
+        key=f"logs_iso_level_{meta['run_id']}",
+    )
+    partition = int(right.number_input("Partition", 0, 999, 0, key="logs_iso_run_part"))
+    if level not in with_txn:
+        st.info("This level wrote no transactions, so both isolation levels read the same.")
+    show_isolation(logs.isolation_from_run(run, level, partition))
+
+
+def live_isolation(cluster: Cluster) -> None:
+    picked = topic_picker(cluster, "logs_live_topic")
+    if picked is None:
+        return
+    topic, partition = picked
+    exact = st.checkbox(
+        "Exact markers and producer ids (runs Kafka's DumpLogSegments, about 2 s)",
+        value=cluster.backend in ("local", "docker"),
+        key="logs_live_exact",
+    )
+    if st.button("Read both isolation levels", type="primary"):
+        view = logs.isolation_live(cluster.direct_bootstrap, topic, partition)
+        if exact:
+            view = logs.apply_batches(view, logs.dump_log(cluster, topic, partition).batches)
+        st.session_state["logs_live_view"] = view
+    view = st.session_state.get("logs_live_view")
+    if view is not None:
+        show_isolation(view)
+
+
+def open_transaction_demo(cluster: Cluster) -> None:
+    st.markdown(
+        "The lab commits a transaction of three records, aborts one of two, then leaves a "
+        "third open and reads both isolation levels: read_committed is **held at the LSO** "
+        "while read_uncommitted reads up to the HW. Then it commits, and reads again."
+    )
+    count = int(st.number_input("Records in the open transaction", 1, 100, 3))
+    if st.button("Run the demo", type="primary"):
+        with st.status("Running the transactions…", expanded=True) as status:
+            demo = logs.open_transaction_demo(
+                cluster.direct_bootstrap, open_records=count, progress=status.write
+            )
+            if cluster.backend in ("local", "docker"):
+                # The log only grows: one dump after the commit types both views' markers.
+                status.write("Dumping the log for the exact markers and producer ids")
+                batches = logs.dump_log(cluster, demo.topic).batches
+                logs.apply_batches(demo.while_open, batches)
+                logs.apply_batches(demo.after_commit, batches)
+            status.update(label="Done", state="complete", expanded=False)
+        st.session_state["logs_demo"] = demo
+        st.session_state["logs_last_topic"] = demo.topic
+    demo = st.session_state.get("logs_demo")
+    if demo is None:
+        return
+    st.subheader("While the third transaction is open")
+    show_isolation(demo.while_open)
+    st.subheader("After it commits")
+    show_isolation(demo.after_commit)
+
+
+def show_isolation(view: logs.IsolationView) -> None:
+    st.caption(f"`{view.topic}` partition {view.partition} · {view.source}")
+    m = st.columns(5)
+    m[0].metric("Log start", view.log_start)
+    m[1].metric("Last stable offset", view.last_stable_offset, help="read_committed stops here")
+    m[2].metric("High watermark", view.high_watermark, help="read_uncommitted stops here")
+    m[3].metric("Aborted records", len(view.aborted))
+    m[4].metric("Markers", len(view.markers))
+    st.plotly_chart(isolation_figure(view))
+    rows = []
+    for r in view.rows:
+        what = r.kind
+        if r.kind == "marker":
+            what = f"{r.marker or 'control'} marker" + ("" if r.exact else " (inferred)")
+        elif r.kind == "open":
+            what = "open transaction (beyond the LSO)"
+        row = {
+            "offset": r.offset,
+            "key": r.key,
+            view.value_label: r.value,
+            "read_uncommitted": "✓" if r.read_uncommitted else "—",
+            "read_committed": "✓" if r.read_committed else "—",
+            "what": what,
+            "_state": r.kind,
+        }
+        if any(x.producer for x in view.rows):
+            row["producer id/epoch"] = r.producer
+        if any(x.txn for x in view.rows):
+            row["transaction"] = r.txn
+        if any(x.sink_wait_ms is not None for x in view.rows):
+            row["sink got it (ms after the ack)"] = r.sink_wait_ms
+        if view.value_label != "value":
+            row.pop("key")
+        rows.append(row)
+    table(pd.DataFrame(rows), KIND_COLORS)
+    for note in view.notes:
+        st.caption(note)
+
+
+LANES = ("in the log", "read_uncommitted", "read_committed")
+LEGEND = {"committed": "committed", "aborted": "aborted", "open": "open", "marker": "marker"}
+
+
+def isolation_figure(view: logs.IsolationView) -> go.Figure:
+    """The log and both reads as rows of offset cells, with the LSO and the HW drawn across."""
+    fig = go.Figure()
+    for kind, label in LEGEND.items():
+        of_kind = [
+            r
+            for r in view.rows
+            if r.kind == kind or (kind == "committed" and r.kind == "not transactional")
+        ]
+        for lane in LANES:
+            picked = [r for r in of_kind if lane == "in the log" or getattr(r, lane)]
+            if not picked:
+                continue
+            fig.add_trace(
+                go.Scatter(
+                    x=[r.offset for r in picked],
+                    y=[lane] * len(picked),
+                    mode="markers",
+                    marker={
+                        "symbol": "square",
+                        "size": 18,
+                        "color": KIND_COLORS[kind],
+                        "line": {"width": 1, "color": "#555"},
+                    },
+                    name=label,
+                    legendgroup=kind,
+                    showlegend=lane == "in the log",
+                    hovertext=[f"offset {r.offset}: {r.value or r.marker or ''}" for r in picked],
+                )
+            )
+    lso, hw = view.last_stable_offset, view.high_watermark
+    lines = [(hw, f"LSO = HW = {hw}")] if lso == hw else [(lso, f"LSO {lso}"), (hw, f"HW {hw}")]
+    for x, label in lines:
+        fig.add_vline(x=x - 0.5, line_dash="dash", annotation_text=label)
+    fig.update_layout(
+        height=240,
+        margin={"l": 10, "r": 10, "t": 30, "b": 10},
+        yaxis={"categoryorder": "array", "categoryarray": list(reversed(LANES))},
+        xaxis={"title": "offset", "dtick": 1 if view.high_watermark <= 60 else None},
+    )
+    return fig
