@@ -75,11 +75,14 @@ def merge(paths: Iterable[str | Path]) -> list[dict[str, Any]]:
 
 
 class Tail:
-    """Incrementally reads new complete lines of a growing JSONL file."""
+    """Incrementally reads new complete lines of a growing JSONL file.
 
-    def __init__(self, path: str | Path) -> None:
+    `offset` skips what is already there (a shared file, such as the proxy's, read from now on).
+    """
+
+    def __init__(self, path: str | Path, offset: int = 0) -> None:
         self.path = Path(path)
-        self._offset = 0
+        self._offset = offset
         self._partial = b""
 
     def read_new(self) -> list[dict[str, Any]]:

@@ -1,0 +1,205 @@
+"""A run as it happens: counts and faults read from its history files while they are written.
+
+The live view on the pages draws only this: what the clients, the nemesis and the proxy have
+already written to disk. Each file is followed with a `Tail`, so a poll reads only the lines
+appended since the last one, and a torn last line (a writer mid-write or killed) waits until
+it is complete. Nothing is estimated or animated.
+
+runs/RUN_ID/levels/LEVEL/ holds one JSONL file per process (producer.jsonl, processor.jsonl,
+processor-2.jsonl for a replacement, sink.jsonl, source.jsonl, nemesis.jsonl). The proxy's
+events are in one file shared by every run on the cluster; the client id, which starts with
+"RUN_ID-LEVEL-", says whose they are.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from engine.history import Tail
+
+# The per-process files; history.jsonl (written at the end, every event merged) and
+# outbox.jsonl (the producer's application record) would count events twice.
+PROCESS_FILE = re.compile(r"(producer|processor|sink|source|nemesis)(-\d+)?\.jsonl")
+
+PROXY_WORDS = {
+    "produce_response_dropped": "ack of a Produce request dropped",
+    "produce_request_dropped": "Produce request dropped before the broker",
+}
+
+
+@dataclass(frozen=True)
+class FaultLine:
+    """A fault or a client's reaction to one, in words, at the moment the history gives."""
+
+    t: float  # epoch seconds, as recorded
+    text: str
+
+
+@dataclass(frozen=True)
+class LevelSnapshot:
+    """One level's counts so far; `started_at` is its first event under test, if any yet."""
+
+    level: str
+    sent: int = 0  # `send` by the producer (not the source that writes a processor's input)
+    acked: int = 0  # `ack` by the producer
+    failed: int = 0  # `fail` by the producer
+    input_written: int = 0  # `ack` by the source
+    read: int = 0  # `consumed` by the processor (every instance)
+    outputs: int = 0  # `output_acked` by the processor (every instance)
+    seen: int = 0  # `consumed` by the sink: copies, duplicates included
+    seen_ids: int = 0  # distinct ids the sink has seen
+    faults: tuple[FaultLine, ...] = ()
+    started_at: float | None = None
+    last_t: float | None = None
+
+    def since_start(self, t: float) -> float | None:
+        """Seconds since the level started, as the finished run's timeline counts them."""
+        return None if self.started_at is None else t - self.started_at
+
+
+def fault_text(event: dict[str, Any]) -> str | None:
+    """A history event that marks a fault, in words; None for ordinary traffic."""
+    ev, proc = event.get("ev"), str(event.get("proc", ""))
+    if ev == "nemesis":
+        return nemesis_text(event)
+    if ev == "proxy":
+        return PROXY_WORDS.get(str(event.get("kind")))
+    if ev == "fenced":
+        return f"{proc} fenced: {event.get('error')}"
+    if ev == "commit_rejected":
+        return f"{proc}'s commit rejected: {event.get('error')}"
+    if ev == "txn_abort" and event.get("error"):
+        return f"{proc} aborted its transaction: {event.get('error')}"
+    if ev == "txn_abort":
+        return f"{proc} aborted transaction {event.get('txn')} (on purpose)"
+    if ev == "start" and "#" in proc:
+        return f"{proc} started (a replacement)"
+    return None
+
+
+def nemesis_text(event: dict[str, Any]) -> str:
+    """The nemesis's record of what it did, in the words the room reads."""
+    kind, target = event.get("kind"), event.get("target")
+    point = f" {event['point']}" if event.get("point") else ""
+    nodes = ", ".join(str(n) for n in event.get("nodes") or []) or "none"
+    words = {
+        "crash": f"{target} killed (SIGKILL){point}",
+        "pause": f"{target} frozen (SIGSTOP){point}",
+        "resume": f"{target} woke (SIGCONT)",
+        "drop-produce-response": drop_rule_text(event),
+        "blackhole": f"network cut for {event.get('duration_s')} s (blackhole)",
+        "latency": f"network latency set to {event.get('ms')} ms",
+        "reset-connections": f"{event.get('connections')} connection(s) reset",
+        "kill-leader": f"broker node {event.get('node')} killed (the leader)",
+        "pause-followers": f"follower node(s) {nodes} frozen",
+        "resume-nodes": f"node(s) {nodes} resumed",
+        "restart-nodes": f"node(s) {nodes} restarted",
+        "fault-not-reached": f"{event.get('fault')} of {target} never fired "
+        f"({event.get('point')}): the clients finished first",
+    }
+    return words.get(str(kind), f"{kind} {target or ''}".strip())
+
+
+def drop_rule_text(event: dict[str, Any]) -> str:
+    """The proxy rule the nemesis set: which of the target's Produce requests lose what."""
+    what = "the ack of" if event.get("drop", "response") == "response" else ""
+    count = event.get("count") or 1
+    which = f"#{event.get('nth') or 1}" + (f" and the {count - 1} after it" if count > 1 else "")
+    return f"proxy set to drop {what} {event.get('target')}'s Produce request {which}".replace(
+        "  ", " "
+    )
+
+
+@dataclass
+class LevelWatch:
+    """Follows one level's folder; counts accumulate across polls."""
+
+    level: str
+    folder: Path
+    tails: dict[Path, Tail] = field(default_factory=dict)
+    counts: dict[str, int] = field(default_factory=dict)
+    ids_seen: set[int] = field(default_factory=set)
+    faults: list[FaultLine] = field(default_factory=list)
+    started_at: float | None = None
+    last_t: float | None = None
+
+    def poll(self, proxy_events: list[dict[str, Any]] | None = None) -> LevelSnapshot:
+        """Read what was appended since the last poll and return the counts so far."""
+        for path in sorted(self.folder.glob("*.jsonl")):
+            if PROCESS_FILE.fullmatch(path.name) and path not in self.tails:
+                self.tails[path] = Tail(path)
+        events = [e for tail in self.tails.values() for e in tail.read_new()]
+        events.extend(proxy_events or [])
+        for event in sorted(events, key=lambda e: e.get("t", 0.0)):
+            self.observe(event)
+        return self.snapshot()
+
+    def observe(self, event: dict[str, Any]) -> None:
+        base = str(event.get("proc", "")).split("#")[0]
+        ev, t = str(event.get("ev")), float(event.get("t", 0.0))
+        self.last_t = t if self.last_t is None else max(self.last_t, t)
+        if base not in ("sink", "source", "proxy") or (base == "source" and ev == "done"):
+            self.started_at = t if self.started_at is None else min(self.started_at, t)
+        key = f"{base}:{ev}"
+        self.counts[key] = self.counts.get(key, 0) + 1
+        if key == "sink:consumed" and event.get("id") is not None:
+            self.ids_seen.add(int(event["id"]))
+        if (text := fault_text(event)) is not None:
+            self.faults.append(FaultLine(t, text))
+
+    def snapshot(self) -> LevelSnapshot:
+        c = self.counts.get
+        return LevelSnapshot(
+            level=self.level,
+            sent=c("producer:send", 0),
+            acked=c("producer:ack", 0),
+            failed=c("producer:fail", 0),
+            input_written=c("source:ack", 0),
+            read=c("processor:consumed", 0),
+            outputs=c("processor:output_acked", 0),
+            seen=c("sink:consumed", 0),
+            seen_ids=len(self.ids_seen),
+            faults=tuple(sorted(self.faults, key=lambda f: f.t)),
+            started_at=self.started_at,
+            last_t=self.last_t,
+        )
+
+
+def proxy_as_history(event: dict[str, Any]) -> dict[str, Any]:
+    """A proxy event (`ts`, `kind`, `client_id`) in the shape of a history event."""
+    return {**event, "t": event.get("ts", 0.0), "proc": "proxy", "ev": "proxy"}
+
+
+class RunWatch:
+    """Follows a run's folder: one LevelWatch per level folder as the runner creates it."""
+
+    def __init__(self, folder: Path, levels: list[str], proxy_events: Path | None = None) -> None:
+        self.folder, self.levels = folder, levels
+        self.run_id = folder.name
+        self.watches: dict[str, LevelWatch] = {}
+        self.proxy: Tail | None = None
+        if proxy_events is not None:
+            # The proxy's file is shared and long: read only what is written from now on.
+            size = proxy_events.stat().st_size if proxy_events.exists() else 0
+            self.proxy = Tail(proxy_events, offset=size)
+
+    def poll(self) -> list[LevelSnapshot]:
+        """Snapshots of the levels begun so far, in run order; the last is the one running."""
+        for level in self.levels:
+            if level not in self.watches and (self.folder / "levels" / level).is_dir():
+                self.watches[level] = LevelWatch(level, self.folder / "levels" / level)
+        by_level = self.route_proxy(self.proxy.read_new() if self.proxy else [])
+        return [watch.poll(by_level.get(level, [])) for level, watch in self.watches.items()]
+
+    def route_proxy(self, events: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+        """The proxy events of this run's clients, by level (their client ids name both)."""
+        out: dict[str, list[dict[str, Any]]] = {}
+        for event in events:
+            client = str(event.get("client_id") or "")
+            for level in self.levels:
+                if client.startswith(f"{self.run_id}-{level}-"):
+                    out.setdefault(level, []).append(proxy_as_history(event))
+        return out
