@@ -1,15 +1,23 @@
-"""Running a scenario from a page: live progress, serialised broker faults, errors as text."""
+"""Running a scenario from a page: a live view, serialised broker faults, errors as text."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import streamlit as st
 
+from engine import record
+from engine.cluster import Cluster
 from engine.errors import LabError
-from engine.runner import run_scenario
+from engine.live import RunWatch
+from engine.runner import new_run_id, run_scenario
 from engine.scenario import Scenario
+from pages._live_view import LiveView
 from pages._shared import ClusterService, show_error
 
 # Faults that reach beyond the run's own clients: brokers, and the proxy as a whole. A run
@@ -17,6 +25,61 @@ from pages._shared import ClusterService, show_error
 # crashes and pauses of their own processes, their own topics) share it.
 BROKER_FAULTS = {"kill-leader", "pause-followers", "resume-nodes", "restart-nodes"}
 PROXY_WIDE_FAULTS = {"blackhole", "latency", "reset-connections"}
+POLL_S = 0.3  # the live view reads the history files this often
+
+
+@dataclass
+class RunJob:
+    """A run in a background thread: its latest stage, then its output or its error."""
+
+    stage: str
+    fraction: float = 0.0
+    output: dict[str, Any] | None = None
+    error: BaseException | None = None
+
+    def progress(self, what: str, fraction: float) -> None:
+        """run_scenario's callback, from the run's thread; the script thread draws it."""
+        self.stage, self.fraction = what, fraction
+
+
+@contextmanager
+def cluster_use(service: ClusterService, scenario: Scenario) -> Iterator[None]:
+    """The cluster alone for faults that hit every client on it, shared otherwise."""
+    kinds = {f.kind for f in scenario.faults}
+    if kinds & (BROKER_FAULTS | PROXY_WIDE_FAULTS):
+        what = "brokers" if kinds & BROKER_FAULTS else "the whole network"
+        with service.exclusive(f"{scenario.name} is hurting {what}"):
+            yield
+    else:
+        with service.shared():
+            yield
+
+
+def start_run(
+    service: ClusterService, cluster: Cluster, scenario: Scenario, levels: list[str], run_id: str
+) -> tuple[threading.Thread, RunJob]:
+    """Start the run in its own thread, so the script thread can draw while it goes on.
+
+    The thread also holds the cluster (shared or alone): if the page is left mid-run, the
+    run still ends, records itself and releases the cluster.
+    """
+    waiting = "Waiting for the cluster: " + service.latest_announcement()
+    job = RunJob(stage=waiting if service.usage.busy else "Starting")
+
+    def work() -> None:
+        try:
+            with cluster_use(service, scenario):
+                job.output = run_scenario(
+                    scenario, cluster, levels=levels, progress=job.progress, run_id=run_id
+                )
+        except BaseException as exc:  # handed to the script thread, which shows it
+            job.error = exc
+
+    # A daemon: a dashboard being shut down does not wait for a run (its clients have
+    # watchdogs of their own).
+    thread = threading.Thread(target=work, name=f"run-{run_id}", daemon=True)
+    thread.start()
+    return thread, job
 
 
 def run_live(
@@ -26,10 +89,12 @@ def run_live(
     *,
     show: Callable[[str], None] | None = None,
 ) -> dict[str, Any] | None:
-    """Run on the shared cluster with st.status and st.progress; None (and a message) on error.
+    """Run on the shared cluster and show it live; None (and a message) on error.
 
-    `show(run_id)` draws the run's results below the status. The status says "Done" only
-    after that, in the same script run, so the room never sees "Done" over an empty page.
+    While the run's thread works, this (the script thread) reads the run's history files and
+    redraws the live view. `show(run_id)` draws the run's results below the status. The
+    status says "Done" only after that, in the same script run, so the room never sees
+    "Done" over an empty page.
     """
     cluster = service.cluster
     status = None
@@ -46,25 +111,22 @@ def run_live(
         # results are drawn.
         status = st.status(f"Running {scenario.name}…", expanded=True)
         bar = status.progress(0.0)
-        line = status.empty()
-
-        def progress(what: str, fraction: float) -> None:
-            bar.progress(min(1.0, fraction))
-            line.write(what)
-
-        kinds = {f.kind for f in scenario.faults}
-        if service.usage.busy:
-            line.write("Waiting for the cluster: " + service.latest_announcement())
-        if kinds & (BROKER_FAULTS | PROXY_WIDE_FAULTS):
-            # These faults hit every client on the cluster: one such run at a time, alone.
-            what = "brokers" if kinds & BROKER_FAULTS else "the whole network"
-            with service.exclusive(f"{scenario.name} is hurting {what}"):
-                output = run_scenario(scenario, cluster, levels=levels, progress=progress)
-        else:
-            with service.shared():
-                output = run_scenario(scenario, cluster, levels=levels, progress=progress)
+        view = LiveView(status, levels, scenario.pipeline)
+        run_id = new_run_id(scenario.name)
+        proxy = Path(cluster.proxy.events_path) if cluster.proxy else None
+        watch = RunWatch(record.run_folder(run_id), levels, proxy_events=proxy)
+        thread, job = start_run(service, cluster, scenario, levels, run_id)
+        while thread.is_alive():
+            bar.progress(min(1.0, job.fraction))
+            view.draw(watch.poll(), job.stage)
+            thread.join(POLL_S)
+        bar.progress(min(1.0, job.fraction))
+        view.draw(watch.poll(), job.stage)  # the last lines the clients wrote
+        if job.error is not None or job.output is None:
+            raise job.error or LabError("The run ended without a result.")
+        output = job.output
         if show is not None:
-            line.write("Drawing the results")
+            view.draw(watch.poll(), "Drawing the results")
             show(output["run_id"])
         status.update(label=f"Done: run {output['run_id']}", state="complete")
         return output
