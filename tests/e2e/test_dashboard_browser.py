@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import expect
 
 from engine import paths
@@ -155,6 +157,53 @@ def test_metrics_page_charts_sparks_results_of_the_run(page, dashboard):
     expect(page.get_by_text("Spark read Kafka at")).to_have_count(1)
     no_error_box(page)
     page.screenshot(path=str(ARTIFACTS / "metrics.png"), full_page=True)
+
+
+def live_readings(tab, label: str, timeout: float = 120.0) -> list[tuple[str, int]]:
+    """Read a live counter until it grows within one level; every (level, value) read."""
+    card = tab.locator("[data-testid='stMetric']", has_text=label)
+    value = card.locator("[data-testid='stMetricValue']").first
+    level = tab.get_by_role("heading", name=re.compile(r"^Level \d+ of \d+")).first
+    readings: list[tuple[str, int]] = []
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            reading = (level.inner_text(timeout=2000), int(value.inner_text(timeout=2000)))
+        except (PlaywrightError, ValueError):  # redrawn at that moment, or not there yet
+            time.sleep(0.1)
+            continue
+        if any(lv == reading[0] and n < reading[1] for lv, n in readings):
+            return [*readings, reading]
+        readings.append(reading)
+        time.sleep(0.2)
+    raise AssertionError(f"'{label}' did not grow within a level in {timeout:.0f} s: {readings}")
+
+
+def test_failure_lab_shows_the_run_live_before_it_is_done(browser, dashboard):
+    """On a projector-sized screen: counters tick and the SIGKILL shows before "Done"."""
+    tab = browser.new_page(viewport={"width": 1920, "height": 1080})
+    try:
+        tab.set_default_timeout(120_000)
+        tab.goto(f"{dashboard}/failure_lab")
+        tab.get_by_role("heading", name="Failure lab").wait_for()
+        tab.get_by_text("node 1: running").wait_for(timeout=180_000)
+        tab.get_by_role("combobox", name="Scenario").click()
+        tab.get_by_role("option", name="consumer-crash").click()
+        tab.get_by_role("heading", name="The processor dies between its output").wait_for()
+        tab.get_by_role("button", name="▶ Run").click()
+        done = tab.get_by_text("Done: run")
+        readings = live_readings(tab, "Outputs written")
+        expect(done).to_have_count(0)  # the counter grew while the run was still going
+        kill = tab.get_by_text("processor killed (SIGKILL) after commit_gap #2").first
+        expect(kill).to_be_visible()
+        expect(done).to_have_count(0)
+        tab.screenshot(path=str(ARTIFACTS / "failure-lab-live-1080.png"))
+        done.wait_for(timeout=240_000)
+        no_error_box(tab)
+        tab.screenshot(path=str(ARTIFACTS / "failure-lab-done-1080.png"), full_page=True)
+        assert readings[-1][1] > 0
+    finally:
+        tab.close()
 
 
 def test_two_sessions_run_scenarios_at_once_and_their_runs_do_not_mix(browser, dashboard):
