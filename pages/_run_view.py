@@ -13,6 +13,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from engine.checker import LATENCY_DEFINITION
+from engine.live import nemesis_text
 
 COUNTS = [
     ("sent", "Sent", "ids the producer handed to the client library"),
@@ -29,6 +30,14 @@ EVENT_STYLE = {
     "output_acked": ("output written", "#6a1b9a", "diamond"),
     "consumed_sink": ("seen by the sink", "#1565c0", "triangle-up"),
 }
+# A second instance of a role (processor#2, a replacement) in its own colour, so the room sees
+# which instance wrote what.
+INSTANCE_COLOURS = ["#ef6c00", "#00838f", "#ad1457"]
+# A level "shows the failure" when any of these counts is above zero.
+ANOMALY_COUNTS = ("duplicates", "lost", "reordered", "aborted_visible")
+DELIVERED_ONCE = "delivered once"
+FONT = {"size": 16}  # read from the back of a room, on a projector
+LABEL_ROWS = 5  # fault labels cycle through this many heights, so neighbours do not overlap
 
 
 def render_run(run: dict[str, Any]) -> None:
@@ -77,36 +86,58 @@ def render_run(run: dict[str, Any]) -> None:
 
     render_evidence(results)
     level = st.radio(
-        "Level to inspect", list(results), horizontal=True, key=f"lvl-{meta['run_id']}"
+        "Level to inspect",
+        list(results),
+        index=failing_level(results),
+        horizontal=True,
+        key=f"lvl-{meta['run_id']}",
     )
     data = run["levels"].get(level)
     if not data:
         return
-    st.plotly_chart(timeline_figure(data["history"], results[level]), width="stretch")
-    verdicts = pd.DataFrame(data["verdicts"])
+    figure = timeline_figure(data["history"], results[level], data.get("verdicts"))
+    st.plotly_chart(figure, width="stretch")
+    render_verdicts(data["verdicts"], results[level], key=f"v-{meta['run_id']}-{level}")
+
+
+def failing_level(results: dict[str, Any]) -> int:
+    """The level to open on: the first where the scenario's failure shows, else the first."""
+    for index, result in enumerate(results.values()):
+        if any((result.get(count) or 0) > 0 for count in ANOMALY_COUNTS):
+            return index
+    return 0
+
+
+def render_verdicts(rows: list[dict[str, Any]], result: dict[str, Any], *, key: str) -> None:
+    """The verdict table, opened on the anomalies when there are any."""
+    verdicts = pd.DataFrame(rows)
     if verdicts.empty:
         return
     kinds = sorted(verdicts["verdict"].unique())
-    chosen = st.multiselect(
-        "Show verdicts", kinds, default=kinds, key=f"v-{meta['run_id']}-{level}"
-    )
-    shown = verdicts[verdicts["verdict"].isin(chosen)]
-    st.dataframe(
-        shown[
-            [
-                "id",
-                "verdict",
-                "copies",
-                "offsets",
-                "ack",
-                "latency_ms",
-                "reordered",
-                "aborted_copies",
-            ]
-        ],
-        hide_index=True,
-        width="stretch",
-    )
+    chosen = st.multiselect("Show verdicts", kinds, default=default_verdicts(kinds), key=key)
+    shown = readable_verdicts(verdicts[verdicts["verdict"].isin(chosen)], result)
+    st.dataframe(shown, hide_index=True, width="stretch")
+
+
+def default_verdicts(kinds: list[str]) -> list[str]:
+    """Every verdict but "delivered once" when there is another: the rows that tell the story."""
+    anomalies = [k for k in kinds if k != DELIVERED_ONCE]
+    return anomalies or kinds
+
+
+TIME_COLUMNS = {"sent_at": "sent (s)", "acked_at": "acked (s)", "consumed_at": "first seen (s)"}
+VERDICT_COLUMNS = ["id", "verdict", "copies", "offsets", "ack", *TIME_COLUMNS.values()]
+VERDICT_COLUMNS += ["latency_ms", "reordered", "aborted_copies"]
+
+
+def readable_verdicts(verdicts: pd.DataFrame, result: dict[str, Any]) -> pd.DataFrame:
+    """The table's columns, with moments as seconds since the level started, not epochs."""
+    start = result.get("started_at") or 0.0
+    out = verdicts.copy()
+    for column, title in TIME_COLUMNS.items():
+        values = out[column] if column in out else pd.Series(None, index=out.index)
+        out[title] = (pd.to_numeric(values, errors="coerce") - start).round(3)
+    return out[[c for c in VERDICT_COLUMNS if c in out]]
 
 
 def render_evidence(results: dict[str, Any]) -> None:
@@ -130,54 +161,188 @@ def render_evidence(results: dict[str, Any]) -> None:
             st.markdown(f"🧩 *The application's choice, at every level:* {line}")
 
 
-def timeline_figure(history: list[dict[str, Any]], result: dict[str, Any]) -> go.Figure:
-    """Each message's path over time (sent, acked, written, seen), with faults as bands."""
+def timeline_figure(
+    history: list[dict[str, Any]],
+    result: dict[str, Any],
+    verdicts: list[dict[str, Any]] | None = None,
+) -> go.Figure:
+    """Each message's path over time (sent, acked, written, seen), with faults as bands.
+
+    Duplicated and lost ids are marked large (from the verdicts), and the points of a second
+    instance of a role (a replacement) have their own colour.
+    """
     start = result.get("started_at") or (history[0]["t"] if history else 0.0)
-    points: dict[str, list[tuple[float, int, str]]] = {k: [] for k in EVENT_STYLE}
+    figure = go.Figure()
+    points = timeline_points(history, start)
+    several = {p.split("#")[0] for _, p in points if "#" in p}  # roles with a replacement
+    for (kind, proc), rows in points.items():
+        named = proc.split("#")[0] in several
+        figure.add_trace(point_trace(kind, proc, rows, instance_rank(proc), named=named))
+    draw_anomalies(figure, history, verdicts or [], start)
+    draw_fault_bands(figure, result, start)
+    figure.update_layout(
+        height=520,
+        font=FONT,
+        margin={"l": 10, "r": 10, "t": 30, "b": 10},
+        legend={"orientation": "h", "y": -0.2, "font": FONT},
+    )
+    for axis, title in (
+        (figure.update_xaxes, "seconds since the level started"),
+        (figure.update_yaxes, "message id"),
+    ):
+        axis(title={"text": title, "font": {"size": 18}}, tickfont=FONT)
+    return figure
+
+
+def timeline_points(
+    history: list[dict[str, Any]], start: float
+) -> dict[tuple[str, str], list[tuple[float, int]]]:
+    """(event kind, process instance) -> (seconds, id) of each drawn event."""
+    points: dict[tuple[str, str], list[tuple[float, int]]] = {}
     for event in history:
         message_id = event.get("id")
-        if message_id is None:
-            continue
-        base = str(event.get("proc", "")).split("#")[0]
+        proc = str(event.get("proc", ""))
+        base = proc.split("#")[0]
         kind = event.get("ev")
+        if message_id is None or base == "source":
+            continue
         if base == "sink" and kind == "consumed":
             kind = "consumed_sink"
-        elif base == "source":
-            continue
-        if kind in points:
-            points[kind].append((event["t"] - start, message_id, event.get("proc", "")))
-    figure = go.Figure()
-    for kind, rows in points.items():
+        if kind in EVENT_STYLE:
+            points.setdefault((str(kind), proc), []).append((event["t"] - start, message_id))
+    return points
+
+
+def instance_rank(proc: str) -> int:
+    """0 for a role's first instance; n-1 for its n-th (processor#2 is 1)."""
+    _, _, number = proc.partition("#")
+    return int(number) - 1 if number.isdigit() else 0
+
+
+def point_trace(
+    kind: str, proc: str, rows: list[tuple[float, int]], rank: int, *, named: bool = False
+) -> go.Scatter:
+    """One kind of event of one process; `named` puts the instance in the legend."""
+    label, colour, symbol = EVENT_STYLE[kind]
+    if rank:  # a later instance (a replacement) in its own colour
+        colour = INSTANCE_COLOURS[(rank - 1) % len(INSTANCE_COLOURS)]
+    if named:
+        label = f"{label} by {proc}"
+    return go.Scatter(
+        x=[r[0] for r in rows],
+        y=[r[1] for r in rows],
+        mode="markers",
+        name=label,
+        marker={"color": colour, "symbol": symbol, "size": 11},
+        hovertemplate=f"id %{{y}} · %{{x:.3f}}s · {proc}<extra></extra>",
+    )
+
+
+def anomaly_marks(
+    history: list[dict[str, Any]], verdicts: list[dict[str, Any]], start: float
+) -> dict[str, list[tuple[float, int, int]]]:
+    """Where to mark each anomaly: a duplicate's extra copies when written, a lost id's end.
+
+    An extra copy is placed at the moment its writer's ack named that partition and offset
+    (or, failing that, when the sink read it); a lost id at its last recorded event.
+    Each mark is (seconds, id, copy number; 0 for a lost id).
+    """
+    written: dict[str, float] = {}
+    read: dict[str, float] = {}
+    last_seen: dict[int, float] = {}
+    for event in history:
+        base = str(event.get("proc", "")).split("#")[0]
+        where = f"{event.get('partition')}:{event.get('offset')}"
+        if event.get("ev") in ("ack", "output_acked") and base != "source":
+            written.setdefault(where, event["t"])
+        elif base == "sink" and event.get("ev") == "consumed":
+            read.setdefault(where, event["t"])
+        if event.get("id") is not None and base not in ("sink", "source"):
+            last_seen[event["id"]] = event["t"]
+    written = {**read, **written}  # the writer's moment where there is one
+    marks: dict[str, list[tuple[float, int, int]]] = {"duplicated": [], "lost": []}
+    for verdict in verdicts:
+        message_id = verdict["id"]
+        if verdict["verdict"] == "duplicated":
+            for copy, offset in enumerate(verdict.get("offsets", [])[1:], start=2):
+                if offset in written:
+                    marks["duplicated"].append((written[offset] - start, message_id, copy))
+        elif verdict["verdict"] == "lost" and message_id in last_seen:
+            marks["lost"].append((last_seen[message_id] - start, message_id, 0))
+    return marks
+
+
+ANOMALY_STYLE = {
+    "duplicated": ("duplicate: an extra copy written", "#d50000", "star"),
+    "lost": ("lost: last seen here, never delivered", "#212121", "x"),
+}
+
+
+def id_runs(rows: list[tuple[float, int, int]]) -> list[list[tuple[float, int, int]]]:
+    """Marks grouped by copy and consecutive ids, so a batch gets one label, not one per id."""
+    groups: list[list[tuple[float, int, int]]] = []
+    for row in sorted(rows, key=lambda r: (r[2], r[1])):
+        last = groups[-1][-1] if groups else None
+        if last is not None and last[2] == row[2] and row[1] - last[1] <= 1:
+            groups[-1].append(row)
+        else:
+            groups.append([row])
+    return groups
+
+
+def anomaly_label(group: list[tuple[float, int, int]]) -> str:
+    """ "copy 2 of ids 5–9" or "lost ids 5–9": what the marks of one batch show."""
+    first, last, copy = group[0][1], group[-1][1], group[0][2]
+    ids = f"id {first}" if first == last else f"ids {first}–{last}"
+    return f"copy {copy} of {ids}" if copy else f"lost {ids}"
+
+
+def draw_anomalies(
+    figure: go.Figure,
+    history: list[dict[str, Any]],
+    verdicts: list[dict[str, Any]],
+    start: float,
+) -> None:
+    """Large marks for the ids the checker found duplicated or lost, one label per batch.
+
+    A label sits beside the middle of its batch, away from the fault labels along the top,
+    and on the left of marks near the right edge, so it stays inside the chart.
+    """
+    marks = anomaly_marks(history, verdicts, start)
+    right_edge = max((t for rows in marks.values() for t, _, _ in rows), default=0.0)
+    for verdict, rows in marks.items():
         if not rows:
             continue
-        label, colour, symbol = EVENT_STYLE[kind]
+        label, colour, symbol = ANOMALY_STYLE[verdict]
         figure.add_trace(
             go.Scatter(
                 x=[r[0] for r in rows],
                 y=[r[1] for r in rows],
                 mode="markers",
                 name=label,
-                marker={"color": colour, "symbol": symbol, "size": 8},
-                text=[r[2] for r in rows],
-                hovertemplate="id %{y} · %{x:.3f}s · %{text}",
+                marker={"color": colour, "symbol": symbol, "size": 16, "line": {"width": 1}},
+                hovertemplate=f"id %{{y}} · %{{x:.3f}}s · {verdict}<extra></extra>",
             )
         )
-    draw_fault_bands(figure, result, start)
-    figure.update_layout(
-        height=420,
-        margin={"l": 10, "r": 10, "t": 30, "b": 10},
-        xaxis_title="seconds since the level started",
-        yaxis_title="message id",
-        legend={"orientation": "h", "y": -0.2},
-    )
-    return figure
+        for group in id_runs(rows):
+            x, y, _ = group[len(group) // 2]
+            figure.add_annotation(
+                x=x,
+                y=y,
+                text=anomaly_label(group),
+                font={"size": 18, "color": colour},
+                bgcolor="rgba(255,255,255,0.85)",
+                arrowcolor=colour,
+                ax=-90 if right_edge and x > 0.8 * right_edge else 90,
+                ay=0,
+            )
 
 
 def draw_fault_bands(
     figure: go.Figure, result: dict[str, Any], start: float, *, opacity: float = 0.18, **where: Any
 ) -> None:
     """Shade each fault of a level's result on `figure` (`where`: a subplot's row and col)."""
-    for band in fault_bands(result, start):
+    for index, band in enumerate(fault_bands(result, start)):
         figure.add_vrect(
             x0=band["x0"],
             x1=band["x1"],
@@ -186,6 +351,13 @@ def draw_fault_bands(
             line_width=0,
             annotation_text=band["label"],
             annotation_position="top left",
+            # Neighbouring labels at different heights, so they never print over each other.
+            annotation={
+                "y": 1 - 0.08 * (index % LABEL_ROWS),
+                "yanchor": "top",
+                "font": {**FONT, "color": "#212121"},
+                "bgcolor": "rgba(255,255,255,0.8)",
+            },
             **where,
         )
 
@@ -215,7 +387,7 @@ def fault_bands(result: dict[str, Any], start: float) -> list[dict[str, Any]]:
         label = {
             "produce_response_dropped": "ack dropped",
             "produce_request_dropped": "request lost",
-        }.get(kind, kind)
+        }.get(kind) or (nemesis_text(fault) if fault.get("source") != "proxy" else kind)
         colour = "#c62828" if kind in ("crash", "kill-leader") else "#ef6c00"
         bands.append({"x0": t, "x1": t + duration, "label": label, "colour": colour})
     for target, t in paused_at.items():
