@@ -88,6 +88,7 @@ class ClusterService:
         self.steps: list[str] = []
         self.error: str | None = None
         self.owned = False
+        self.autostarted = False  # the first page view starts a cluster; later ones never do
         self.announcements: deque[Announcement] = deque(maxlen=50)
 
     def find_running(self) -> bool:
@@ -114,6 +115,54 @@ class ClusterService:
             target=self._start, args=(backend, nodes, bootstrap), daemon=True, name="lab-start"
         )
         thread.start()
+
+    def autostart(self, *, nodes: int = 1) -> None:
+        """Start (or adopt) a cluster the first time a page asks, once per server process.
+
+        A cluster a person stopped in the sidebar stays stopped: the start controls there let
+        them choose the next one.
+        """
+        with self._lock:
+            if self.autostarted:
+                return
+            self.autostarted = True
+        self.ensure_started(nodes=nodes)
+
+    def restart(self, *, nodes: int) -> None:
+        """Replace the dashboard's own local cluster with one of `nodes` nodes, in the background.
+
+        The state is "starting" at once, so no new run begins; stopping waits for the runs in
+        progress (the exclusive lock). Only a cluster the dashboard started is stopped.
+        """
+        with self._lock:
+            cluster = self.cluster
+            if self.state != "ready" or cluster is None:
+                raise ClusterNotRunningError("No cluster is running; start one in the sidebar.")
+            if not self.owned or cluster.backend != "local":
+                raise LabError(
+                    "The dashboard did not start this cluster, so it does not stop it; restart "
+                    f"it yourself with `python -m engine cluster up --nodes {nodes}`."
+                )
+            old = len(cluster.node_ids)
+            self.state, self.error = "starting", None
+            self.steps = ["Waiting for the runs in progress to finish…"]
+        thread = threading.Thread(
+            target=self._restart, args=(cluster, old, nodes), daemon=True, name="lab-restart"
+        )
+        thread.start()
+
+    def _restart(self, cluster: Cluster, old: int, nodes: int) -> None:
+        try:
+            with self.usage.exclusive():
+                self.steps.append(f"Stopping the {old}-node cluster…")
+                cluster.stop()
+                forget_current()
+                self.cluster, self.owned = None, False
+                self.announce(f"{cluster.backend} cluster stopped, to start one with {nodes} nodes")
+        except Exception as exc:
+            self.state, self.error = "failed", f"The cluster could not be stopped: {exc}"
+            return
+        self._start("local", nodes, None)
 
     def _start(self, backend: str, nodes: int, bootstrap: str | None) -> None:
         try:
@@ -170,6 +219,41 @@ class ClusterService:
 
     def announce(self, text: str) -> None:
         self.announcements.append(Announcement(time.time(), text))
+
+
+@dataclass(frozen=True)
+class NodeAdvice:
+    """What to tell a person whose scenario needs more nodes than the cluster has."""
+
+    text: str
+    restart_nodes: int | None  # offer a button that restarts the cluster with this many
+
+
+def node_advice(
+    needed: int, have: int | None, *, owned: bool, backend: str | None
+) -> NodeAdvice | None:
+    """None when a scenario that needs `needed` nodes can run on a cluster of `have`.
+
+    Otherwise the reason, and whether the dashboard may restart the cluster itself: only a
+    local cluster it started (one started from a terminal or elsewhere is left alone).
+    """
+    if have is None or have >= needed:
+        return None
+    text = f"This scenario needs a {needed}-node cluster; the running one has {have}."
+    if owned and backend == "local":
+        return NodeAdvice(f"{text} Restart it with {needed} nodes to run it.", needed)
+    if backend == "local":
+        how = (
+            "it was started outside the dashboard, which leaves it alone: stop it with "
+            f"`python -m engine cluster down`, start `python -m engine cluster up --nodes {needed}`"
+            " and restart the dashboard."
+        )
+    else:
+        how = (
+            f"the {backend} backend's brokers are not the dashboard's to change: start a local "
+            f"one with `python -m engine cluster up --nodes {needed}` and restart the dashboard."
+        )
+    return NodeAdvice(f"{text} It cannot be restarted from here: {how}", None)
 
 
 APP_MARK = "_lab_app_ran"

@@ -11,12 +11,14 @@ import streamlit as st
 from pages._shared import ClusterService, cluster_service, show_error
 
 STATE_ICONS = {"running": "🟢", "paused": "🟡", "down": "🔴"}
+SEEN_STATE = "_lab_cluster_state_seen"
 
 
 def render_cluster_panel() -> None:
     service = cluster_service()
-    if os.environ.get("LAB_AUTOSTART", "1") == "1" and service.state == "idle":
-        service.ensure_started(nodes=int(os.environ.get("LAB_NODES", "1")))
+    if os.environ.get("LAB_AUTOSTART", "1") == "1":
+        # Once per server process: a cluster stopped in the sidebar stays stopped.
+        service.autostart(nodes=int(os.environ.get("LAB_NODES", "1")))
     with st.sidebar:
         st.subheader("Cluster")
         _status(service)
@@ -24,6 +26,10 @@ def render_cluster_panel() -> None:
 
 @st.fragment(run_every=2.0)
 def _status(service: ClusterService) -> None:
+    # When a start ends, the whole page is drawn again, so its Run buttons follow the cluster.
+    seen, st.session_state[SEEN_STATE] = st.session_state.get(SEEN_STATE), service.state
+    if seen == "starting" and service.state != "starting":
+        st.rerun()
     if service.state == "starting":
         with st.status("Starting the embedded Kafka cluster…", expanded=True):
             for step in service.steps:

@@ -10,7 +10,7 @@ from engine.levels import LEVELS
 from engine.scenario import ScenarioError, list_scenarios, load_scenario
 from pages._run_control import run_live
 from pages._run_view import render_run
-from pages._shared import cluster_service, require_app, show_error
+from pages._shared import cluster_service, node_advice, require_app, show_error
 
 require_app()
 
@@ -73,8 +73,28 @@ if cannot_teach:
 
 service = cluster_service()
 ready = service.state == "ready" and service.cluster is not None
+too_small = None
 if not ready:
     st.info("The cluster is not ready yet; its progress shows in the sidebar.")
+elif service.cluster is not None:
+    # Said before Run is pressed, with the one action that fixes it when the dashboard may.
+    too_small = node_advice(
+        scenario.nodes,
+        len(service.cluster.node_ids),
+        owned=service.owned,
+        backend=service.cluster.backend,
+    )
+    if too_small is not None:
+        st.info(too_small.text, icon="🧩")
+        if too_small.restart_nodes and st.button(
+            f"Restart the cluster with {too_small.restart_nodes} nodes", key="lab_restart"
+        ):
+            try:
+                service.restart(nodes=too_small.restart_nodes)
+            except LabError as exc:
+                show_error(exc)
+            else:
+                st.rerun()
 
 
 def show_run(run_id: str) -> None:
@@ -87,7 +107,11 @@ def show_run(run_id: str) -> None:
 
 
 # Each scenario keeps its own latest run, so a result never shows under another's heading.
-if st.button("▶ Run", type="primary", disabled=not ready or not levels or bool(cannot_teach)):
+if st.button(
+    "▶ Run",
+    type="primary",
+    disabled=not ready or not levels or bool(cannot_teach) or too_small is not None,
+):
     run_live(service, scenario, levels, show=show_run)
 elif run_id := st.session_state.get("lab_runs", {}).get(name):
     show_run(run_id)

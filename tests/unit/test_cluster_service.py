@@ -9,7 +9,10 @@ from __future__ import annotations
 import threading
 import time
 
-from pages._shared import ClusterService
+import pytest
+
+from engine.errors import LabError
+from pages._shared import ClusterService, node_advice
 
 
 class RecordingCluster:
@@ -114,3 +117,94 @@ def test_many_sessions_mixing_runs_and_node_actions_all_finish():
     kills = sorted(service.cluster.spans)
     for began, ended in kills:  # no run overlapped a node action
         assert all(e <= began or b >= ended for _n, b, e in spans)
+
+
+# ---- the cluster the scenario needs ------------------------------------------------------
+
+
+def test_a_scenario_that_fits_the_cluster_needs_no_advice():
+    assert node_advice(1, 1, owned=True, backend="local") is None
+    assert node_advice(1, 3, owned=False, backend="local") is None
+    assert node_advice(3, 3, owned=True, backend="local") is None
+    assert node_advice(3, None, owned=True, backend="local") is None  # no cluster: no claim
+
+
+def test_the_dashboards_own_local_cluster_may_be_restarted_with_more_nodes():
+    advice = node_advice(3, 1, owned=True, backend="local")
+    assert advice is not None and advice.restart_nodes == 3
+    assert advice.text.startswith("This scenario needs a 3-node cluster; the running one has 1.")
+
+
+def test_a_cluster_started_elsewhere_is_not_offered_a_restart_but_told_how():
+    advice = node_advice(3, 1, owned=False, backend="local")
+    assert advice is not None and advice.restart_nodes is None
+    assert "`python -m engine cluster down`" in advice.text
+    assert "`python -m engine cluster up --nodes 3`" in advice.text
+    external = node_advice(3, 1, owned=True, backend="external")
+    assert external is not None and external.restart_nodes is None
+    assert "external backend" in external.text
+
+
+def test_autostart_happens_once_so_a_stopped_cluster_stays_stopped(monkeypatch):
+    service = ClusterService()
+    starts: list[int] = []
+
+    def fake_start(*, backend: str = "local", nodes: int = 1, bootstrap=None) -> None:
+        starts.append(nodes)
+        service.cluster, service.state, service.owned = RecordingCluster(), "ready", True
+
+    monkeypatch.setattr(service, "ensure_started", fake_start)
+    monkeypatch.setattr(RecordingCluster, "stop", lambda self: None, raising=False)
+    service.autostart(nodes=1)
+    service.stop()
+    assert service.state == "idle"
+    service.autostart(nodes=1)  # the next page view after "Stop cluster"
+    assert starts == [1] and service.state == "idle"
+
+
+class StoppableCluster(RecordingCluster):
+    node_ids = (1,)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stopped_at: float | None = None
+
+    def stop(self) -> None:
+        self.stopped_at = time.monotonic()
+
+
+def test_restart_waits_for_runs_in_progress_then_starts_the_bigger_cluster(monkeypatch):
+    service = ClusterService()
+    old = StoppableCluster()
+    service.cluster, service.state, service.owned = old, "ready", True
+    started: list[tuple] = []
+
+    def fake_start(backend: str, nodes: int, bootstrap) -> None:
+        started.append((backend, nodes, bootstrap, time.monotonic()))
+        service.cluster, service.state, service.owned = RecordingCluster(), "ready", True
+
+    monkeypatch.setattr(service, "_start", fake_start)
+    spans: list = []
+    run = threading.Thread(target=hold, args=(service.shared(), spans, "run", 0.4))
+    run.start()
+    time.sleep(0.05)
+    service.restart(nodes=3)
+    assert service.state == "starting", "no new run begins while the cluster is replaced"
+    deadline = time.monotonic() + 5
+    while service.state != "ready" and time.monotonic() < deadline:
+        time.sleep(0.02)
+    run.join(2)
+    assert service.state == "ready" and len(service.cluster.node_ids) == 3
+    ((_name, _began, run_ended),) = spans
+    assert old.stopped_at is not None and old.stopped_at >= run_ended, "the run finished first"
+    assert [s[:3] for s in started] == [("local", 3, None)]
+    assert any("Stopping the 1-node cluster" in step for step in service.steps)
+
+
+def test_restart_leaves_a_cluster_the_dashboard_did_not_start_alone():
+    service = ClusterService()
+    old = StoppableCluster()
+    service.cluster, service.state, service.owned = old, "ready", False
+    with pytest.raises(LabError, match="cluster up --nodes 3"):
+        service.restart(nodes=3)
+    assert service.state == "ready" and old.stopped_at is None
