@@ -141,10 +141,18 @@ if cluster is None or not cluster.supports_broker_faults:
         "see them. The history above needs no cluster."
     )
     st.stop()
-try:
-    from engine.logs import dump_log
+from engine.logs import TopicGoneError, dump_log  # noqa: E402 (only when there is a cluster)
 
+try:
     dump = dump_log(cluster, result["sink_topic"], 0)
+except TopicGoneError:
+    # A run recorded on an earlier cluster: its topics went with it, its record did not.
+    st.info(
+        f"The topic `{result['sink_topic']}` is not on the running cluster: the batches went "
+        "with the cluster this run was made on. The history above comes from the run's record.",
+        icon="🗂️",
+    )
+    st.stop()
 except LabError as exc:
     show_error(exc)
     st.stop()

@@ -37,7 +37,7 @@ from engine.logs.compaction import (
     run_compaction,
     segment_label,
 )
-from engine.logs.errors import LogDumpError, LogViewError, RecordListError
+from engine.logs.errors import LogDumpError, LogViewError, RecordListError, TopicGoneError
 from engine.logs.isolation import (
     INFERRED_MARKERS,
     IsolationRow,
@@ -86,6 +86,7 @@ __all__ = [
     "PartitionReader",
     "Progress",
     "RecordListError",
+    "TopicGoneError",
     "apply_batches",
     "batch_rows",
     "build_isolation_rows",

@@ -13,5 +13,10 @@ class LogViewError(LabError):
     """A topic, partition or setting the log views cannot use."""
 
 
+class TopicGoneError(LogViewError):
+    """The topic does not exist on this cluster (never made, deleted, or on a cluster since
+    stopped); pages showing a recorded run say so instead of failing."""
+
+
 class LogDumpError(LabError):
     """Kafka's log-dump tool could not be run or read."""

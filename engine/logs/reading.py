@@ -23,7 +23,7 @@ from confluent_kafka import (
 )
 
 from engine.kafka import admin
-from engine.logs.errors import LogViewError
+from engine.logs.errors import LogViewError, TopicGoneError
 
 Progress = Callable[[str], None]
 
@@ -69,7 +69,7 @@ def require_partition(bootstrap: str, topic: str, partition: int, timeout: float
         ) from exc
     meta = md.topics.get(topic)
     if meta is None or meta.error is not None:
-        raise LogViewError(f"Topic '{topic}' does not exist; pick one the cluster has.")
+        raise TopicGoneError(f"Topic '{topic}' does not exist; pick one the cluster has.")
     if partition not in meta.partitions:
         raise LogViewError(
             f"Topic '{topic}' has partitions 0-{len(meta.partitions) - 1}, not {partition}."
