@@ -19,6 +19,8 @@ def render_cluster_panel() -> None:
     if os.environ.get("LAB_AUTOSTART", "1") == "1":
         # Once per server process: a cluster stopped in the sidebar stays stopped.
         service.autostart(nodes=int(os.environ.get("LAB_NODES", "1")))
+    # The state this page was drawn with; the sidebar's own reruns compare against it.
+    st.session_state[SEEN_STATE] = service.state
     with st.sidebar:
         st.subheader("Cluster")
         _status(service)
@@ -26,10 +28,11 @@ def render_cluster_panel() -> None:
 
 @st.fragment(run_every=2.0)
 def _status(service: ClusterService) -> None:
-    # When a start ends, the whole page is drawn again, so its Run buttons follow the cluster.
+    # When a start ends between two of the sidebar's own reruns, the whole page is drawn
+    # again, so its Run buttons follow the cluster.
     seen, st.session_state[SEEN_STATE] = st.session_state.get(SEEN_STATE), service.state
     if seen == "starting" and service.state != "starting":
-        st.rerun()
+        st.rerun(scope="app")
     if service.state == "starting":
         with st.status("Starting the embedded Kafka cluster…", expanded=True):
             for step in service.steps:

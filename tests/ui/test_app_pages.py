@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 from streamlit.testing.v1 import AppTest
@@ -164,3 +165,89 @@ def test_zombie_page_shows_the_fencing_and_the_epoch_bump(monkeypatch, cluster1)
         assert "zombie (first instance)" in set(batches["written by"])
     finally:
         (paths.state_dir() / "current.json").unlink(missing_ok=True)
+
+
+def wait_for(check, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.5)
+
+
+def run_button(at: AppTest):
+    return next(b for b in at.button if b.label == "▶ Run")
+
+
+@pytest.mark.kafka
+def test_a_3_node_scenario_on_a_cluster_started_elsewhere_says_how_before_run(
+    monkeypatch, cluster1
+):
+    from pages._shared import cluster_service
+
+    monkeypatch.setenv("LAB_AUTOSTART", "1")
+    register_current(cluster1)
+    cluster_service.clear()  # a fresh server process: it adopts cluster1, which it does not own
+    try:
+        at = AppTest.from_file(APP, default_timeout=60).run()
+        at.switch_page("pages/failure_lab.py").run()
+        at.selectbox(key="lab_scenario").set_value("broker-failover").run()
+        assert not at.exception
+        assert not at.error, [e.value for e in at.error]
+        infos = "\n".join(i.value for i in at.info)
+        assert "needs a 3-node cluster; the running one has 1" in infos
+        assert "`python -m engine cluster up --nodes 3`" in infos
+        assert run_button(at).disabled
+        assert not any(b.label.startswith("Restart the cluster") for b in at.button)
+    finally:
+        (paths.state_dir() / "current.json").unlink(missing_ok=True)
+        cluster_service.clear()
+
+
+@pytest.mark.kafka
+def test_the_dashboards_own_cluster_restarts_with_3_nodes_for_broker_failover(monkeypatch):
+    from pages._shared import cluster_service
+
+    monkeypatch.setenv("LAB_AUTOSTART", "1")
+    monkeypatch.setenv("LAB_NODES", "1")
+    (paths.state_dir() / "current.json").unlink(missing_ok=True)
+    cluster_service.clear()  # a fresh server process: it starts a 1-node cluster of its own
+    service = cluster_service()
+    try:
+        at = AppTest.from_file(APP, default_timeout=60).run()
+        wait_for(lambda: service.state != "starting", 180, "the 1-node cluster")
+        assert service.state == "ready", service.error
+        assert service.owned
+        at.switch_page("pages/failure_lab.py").run()
+        at.selectbox(key="lab_scenario").set_value("broker-failover").run()
+        assert not at.exception
+        assert not at.error, [e.value for e in at.error]
+        assert any("needs a 3-node cluster; the running one has 1" in i.value for i in at.info)
+        assert run_button(at).disabled
+        restart = next(b for b in at.button if b.label == "Restart the cluster with 3 nodes")
+        restart.click().run()
+        assert not at.exception
+        assert service.state in ("starting", "ready")
+        if service.state == "starting":
+            assert run_button(at).disabled
+        wait_for(lambda: service.state != "starting", 240, "the 3-node cluster")
+        assert service.state == "ready", service.error
+        at.run()
+        assert not at.error, [e.value for e in at.error]
+        assert not any("needs a 3-node cluster" in i.value for i in at.info)
+        assert not run_button(at).disabled
+        # The sidebar (drawn by app.py, which a page switched to in AppTest runs without).
+        home = AppTest.from_file(APP, default_timeout=60).run()
+        text = markdown_text(home)
+        for node in (1, 2, 3):
+            assert f"node {node}: running" in text
+        # What "Stop cluster" does (AppTest does not click inside the sidebar's fragment):
+        # the cluster stops and stays stopped; the start controls are offered.
+        assert any(b.label == "Stop cluster" for b in home.button)
+        service.stop()
+        home = AppTest.from_file(APP, default_timeout=60).run()  # the next visit
+        assert service.state == "idle", "no second autostart"
+        assert "No cluster is running." in markdown_text(home)
+        assert any(b.label == "Start" for b in home.button)
+    finally:
+        service.stop()
+        cluster_service.clear()
