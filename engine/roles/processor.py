@@ -101,7 +101,10 @@ class Processor:
     # ---- the three ways to commit ------------------------------------------------------
     def commit_before(self, messages: list[Message]) -> None:
         if not self.commit(messages):
-            return  # the group took the partitions away; their new owner reads this batch
+            # Nothing of the batch is processed: read it again if the partitions stay ours
+            # (their new owner reads it from the committed offset otherwise).
+            self.rewind(messages)
+            return
         self.gap(messages, "offsets committed, no output written yet")
         self.write_outputs(messages)
         left = self.producer.flush(60)
@@ -138,7 +141,7 @@ class Processor:
             self.producer.send_offsets_to_transaction(
                 offsets, self.consumer.consumer_group_metadata(), 30
             )
-            self.producer.commit_transaction(30)
+            self.commit_transaction()
         except KafkaException as exc:
             error = exc.args[0]
             if not error.txn_requires_abort():
@@ -150,6 +153,18 @@ class Processor:
         self.history.write("txn_commit", ids=ids, offsets=offsets_json(offsets))
 
     # ---- steps -------------------------------------------------------------------------
+    def commit_transaction(self, attempts: int = 3) -> None:
+        """commit_transaction, called again on a retriable error, as librdkafka asks."""
+        for attempt in range(attempts):
+            try:
+                self.producer.commit_transaction(30)
+                return
+            except KafkaException as exc:
+                error = exc.args[0]
+                if not error.retriable() or attempt == attempts - 1:
+                    raise
+                self.history.write("txn_commit_retry", error=error.name(), reason=error.str())
+
     def commit(self, messages: list[Message]) -> bool:
         offsets = next_offsets(messages)
         try:

@@ -1,6 +1,7 @@
 """The sink: a consumer at the level's isolation that records when each message became visible.
 
-It reads every partition of its topic from the beginning and writes a `consumed` event with
+It subscribes in its own consumer group, reads every partition of its topic from the
+beginning (a new group, `auto.offset.reset=earliest`), and writes a `consumed` event with
 the message id, partition, offset and the moment it was read, until it is told to stop.
 End-to-end latency is that moment minus the message's `created_at`.
 
@@ -16,7 +17,7 @@ import sqlite3
 import time
 from typing import Any
 
-from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka import Consumer
 
 from engine.history import HistoryWriter
 from engine.roles.common import StopFlag, client_logger, load_spec, parse_value
@@ -32,11 +33,19 @@ def run(spec: dict[str, Any]) -> int:
             "group.id": spec["group"],
             "enable.auto.commit": False,
             "isolation.level": spec["isolation"],
+            "auto.offset.reset": "earliest",
             "fetch.wait.max.ms": 50,
             "logger": client_logger(),
         }
     )
-    consumer.assign([TopicPartition(spec["topic"], p, 0) for p in range(spec["partitions"])])
+    # A downstream application: it subscribes in its own consumer group and, being new,
+    # starts from the beginning of every partition.
+    consumer.subscribe(
+        [spec["topic"]],
+        on_assign=lambda _, parts: history.write(
+            "assigned", partitions=[tp.partition for tp in parts]
+        ),
+    )
     store = open_effect_store(spec)
     kind = (spec.get("dedup_store") or {}).get("kind")
     history.write("start", isolation=spec["isolation"], dedup_store=kind)
