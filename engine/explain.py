@@ -71,11 +71,11 @@ def _offsets_text(first: dict[str, int], next_: dict[str, int]) -> str:
 
 
 def _point_sentence(event: dict[str, Any]) -> str | None:
-    at = event.get("at") or {}
-    if not event.get("point") or at.get("ev") != "commit_gap":
-        if event.get("point"):
-            return f"at its fault point ({event['point']})"
+    if not event.get("point"):
         return None
+    at = event.get("at") or {}
+    if at.get("ev") != "commit_gap":
+        return f"at its fault point ({event['point']})"
     return (
         f"at its fault point ({event['point']}): batch {at.get('batch')}, ids "
         f"{id_ranges(i for i in at.get('ids', []) if i is not None)} "
