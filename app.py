@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from pages._presenter import presenter_controls
 from pages._shared import mark_app_ran
 from pages._spark import autostart_spark
 from pages.cluster_panel import render_cluster_panel
@@ -24,5 +25,6 @@ navigation = st.navigation(
     ]
 )
 render_cluster_panel()
+presenter_controls()  # the projector's layout; before the page draws
 autostart_spark()  # the JVM takes 13-20 s; by the time someone opens Metrics it is up
 navigation.run()

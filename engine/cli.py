@@ -155,6 +155,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             levels=args.guarantee or None,
             source_text=source_text,
             progress=progress,
+            side_by_side=False if args.one_at_a_time else None,
         )
     finally:
         if owned is not None:
@@ -258,6 +259,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="run only this level (repeatable); default: the scenario's levels",
     )
     run.add_argument("--json", action="store_true", help="print the results as JSON")
+    run.add_argument(
+        "--one-at-a-time",
+        action="store_true",
+        help="run the levels one after the other (default: side by side in time, unless a "
+        "fault hurts brokers or the whole network)",
+    )
     run.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     run.set_defaults(func=cmd_run)
     runs = sub.add_parser("runs", help="list recorded runs")

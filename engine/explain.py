@@ -9,6 +9,9 @@ Three kinds of sentence, each built only from the history and the counts of this
   them, and the mechanism the evidence shows;
 - choices: what the lab decided as the application would (how a replacement joins, what a
   replacement producer resends). The page labels these as the application's, not Kafka's.
+
+And one headline: the level's verdict in a sentence a room reads from the back, built from
+the same counts and evidence ("1 duplicate: id 2 sent again after its ack was lost").
 """
 
 from __future__ import annotations
@@ -35,8 +38,9 @@ class Explanation:
     evidence: list[str] = field(default_factory=list)
     why: list[str] = field(default_factory=list)
     choices: list[str] = field(default_factory=list)
+    headline: str = ""
 
-    def to_json(self) -> dict[str, list[str]]:
+    def to_json(self) -> dict[str, Any]:
         return asdict(self)
 
 
@@ -204,6 +208,18 @@ def explain(
             )
         out.why.append(sentence)
 
+    late_writes = [i for ids in written_after_wake.values() for i in ids]
+    out.headline = headline(
+        pipeline,
+        counts,
+        duplicated=[v.id for v in duplicated],
+        lost=lost,
+        lost_acked=[v.id for v in verdicts if v.verdict == "lost" and v.ack == "acked"],
+        reordered=reordered,
+        writers=sorted({p for v in duplicated for p in writers_of.get(v.id, set())}),
+        resumed=resumed,
+        late=late_writes,
+    )
     if pipeline == "processor":
         out.choices.append(
             "The processor subscribes in a consumer group with static membership "
@@ -212,6 +228,52 @@ def explain(
             "waits for the session timeout (6 s) before it reassigns them."
         )
     return out
+
+
+def plural(n: int, word: str) -> str:
+    return f"{n} {word}" + ("" if n == 1 else "s")
+
+
+def headline(
+    pipeline: str,
+    counts: LevelCounts,
+    *,
+    duplicated: list[int],
+    lost: list[int],
+    lost_acked: list[int],
+    reordered: list[int],
+    writers: list[str],
+    resumed: bool,
+    late: list[int],
+) -> str:
+    """The level's verdict in one sentence, from the worst count the run shows."""
+    if counts.duplicates and duplicated:
+        what = plural(counts.duplicates, "duplicate")
+        if pipeline == "processor" and len(writers) > 1:
+            return f"{what}: {ids_phrase(duplicated)} written by {' and '.join(writers)}"
+        if pipeline == "processor":
+            return f"{what}: {ids_phrase(duplicated)} processed again after the restart"
+        if resumed:
+            return f"{what}: the replacement producer sent {ids_phrase(duplicated)} again"
+        return f"{what}: {ids_phrase(duplicated)} retried and appended again"
+    if counts.lost and lost:
+        what = plural(counts.lost, "message") + " lost"
+        if pipeline == "processor":
+            return f"{what}: {ids_phrase(lost)} committed but never written"
+        if lost_acked:
+            return f"{what}: {ids_phrase(lost)} not in the topic, although acknowledged"
+        return f"{what}: {ids_phrase(lost)} not in the topic"
+    if counts.reordered and reordered:
+        what = plural(counts.reordered, "message") + " out of order"
+        if late and set(reordered) <= set(late):
+            return f"{what}: {ids_phrase(reordered)} written late by the woken zombie"
+        return f"{what}: {ids_phrase(reordered)} stored after later ids"
+    if counts.aborted_visible:
+        return f"{plural(counts.aborted_visible, 'aborted record')} visible to this reader"
+    sentence = f"{plural(counts.delivered, 'message')}, each stored once"
+    if counts.fenced:
+        sentence += f"; {plural(counts.fenced, 'zombie write')} fenced"
+    return sentence
 
 
 POLICIES = {

@@ -41,6 +41,19 @@ class NemesisContext:
 
 
 PROXY_FAULTS = ("drop-produce-response", "blackhole", "latency", "reset-connections")
+# Faults that reach beyond one level's own clients: the brokers, and the proxy as a whole.
+# A run with any of them runs its levels one at a time and has the cluster alone; the others
+# (drops aimed at one level's client ids, crashes and pauses of its own processes) stay
+# inside the level that suffers them.
+BROKER_FAULTS = frozenset({"kill-leader", "pause-followers", "resume-nodes", "restart-nodes"})
+PROXY_WIDE_FAULTS = frozenset({"blackhole", "latency", "reset-connections"})
+
+
+def reaches_beyond_level(faults: list[Fault]) -> bool:
+    """Whether a fault of this list can touch another level's (or run's) clients."""
+    return any(f.kind in BROKER_FAULTS | PROXY_WIDE_FAULTS for f in faults)
+
+
 # Roles that write every event through HistoryWriter.write, where a fault point can sit.
 # (The producer writes its send and ack lines in bulk, for speed.)
 ARMABLE_ROLES = ("processor",)

@@ -150,7 +150,16 @@ def load_run(run_id: str) -> dict[str, Any]:
         "result": result,
         "levels": levels,
         "scenario_text": (folder / "scenario.yaml").read_text(),
+        "config": _read_config(folder),
     }
+
+
+def _read_config(folder: Path) -> dict[str, Any]:
+    """The run's config.json (the scenario as run, each level's settings); {} if unreadable."""
+    try:
+        return json.loads((folder / "config.json").read_text())
+    except (OSError, json.JSONDecodeError):
+        return {}
 
 
 def load_result(run_id: str) -> dict[str, Any]:

@@ -1,5 +1,7 @@
 """Runs a scenario: for each level, workload -> clients -> nemesis -> checker, then records it.
 
+The levels run side by side in time unless a fault reaches beyond one level (run_scenario).
+
 One level's run:
 1. create the run's own topics (names carry the run id and the level);
 2. start the sink, a consumer at the level's isolation, on the judged topic;
@@ -16,8 +18,10 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -34,7 +38,13 @@ from engine.history import HistoryWriter, Tail, merge
 from engine.kafka import admin
 from engine.kafka.reader import read_topic
 from engine.levels import LEVELS, Level
-from engine.nemesis import Nemesis, NemesisContext, armed_point, fault_target
+from engine.nemesis import (
+    Nemesis,
+    NemesisContext,
+    armed_point,
+    fault_target,
+    reaches_beyond_level,
+)
 from engine.processes import RoleProcess
 from engine.proxy.control import read_events
 from engine.scenario import Fault, Scenario
@@ -468,8 +478,15 @@ def run_scenario(
     source_text: str | None = None,
     progress: Progress | None = None,
     run_id: str | None = None,
+    side_by_side: bool | None = None,
 ) -> dict[str, Any]:
-    """Run a scenario's levels one after the other; return the `engine run --json` object."""
+    """Run a scenario's levels and return the `engine run --json` object.
+
+    The levels run side by side in time when no fault of the scenario reaches beyond one
+    level (each level has its own topics, clients, client ids and proxy rules), and one after
+    the other when a fault hurts brokers or the whole proxy. `side_by_side=False` forces one
+    at a time; True is refused for a scenario whose faults would touch every level.
+    """
     chosen = levels or scenario.levels
     for name in chosen:
         if name not in LEVELS:
@@ -480,22 +497,27 @@ def run_scenario(
             f"{len(cluster.node_ids)}. Start one with `python -m engine cluster up --nodes "
             f"{scenario.nodes}`."
         )
+    overlap_safe = not reaches_beyond_level(list(scenario.faults))
+    if side_by_side and not overlap_safe:
+        raise LabError(
+            f"Scenario '{scenario.name}' hurts brokers or the whole network, so its levels "
+            "run one at a time (a fault in one level would strike the others too)."
+        )
+    together = overlap_safe if side_by_side is None else side_by_side
     run_id = run_id or new_run_id(scenario.name)
     folder = record.create_run_folder(run_id, scenario, source_text, cluster, chosen)
     report = progress or (lambda _what, _fraction: None)
     results: dict[str, Any] = {}
     try:
-        for index, name in enumerate(chosen):
-            level_run = LevelRun(scenario, LEVELS[name], cluster, run_id, folder)
+        if together and len(chosen) > 1:
+            _run_side_by_side(scenario, cluster, run_id, folder, chosen, report, results)
+        else:
+            for index, name in enumerate(chosen):
 
-            def step(what: str, i: int = index) -> None:
-                report(what, i / len(chosen))
+                def step(what: str, i: int = index) -> None:
+                    report(what, i / len(chosen))
 
-            try:
-                results[name] = level_run.run(step)
-            finally:
-                for process in level_run.processes:
-                    process.stop(timeout=5)
+                results[name] = _run_level(scenario, cluster, run_id, folder, name, step)
         report("done", 1.0)
     except BaseException as exc:
         reason = str(exc) if isinstance(exc, LabError) else f"{type(exc).__name__}: {exc}"
@@ -505,6 +527,66 @@ def run_scenario(
     record.finish_run(folder, status="complete", results=results)
     record.prune_runs()  # keeps the disk use of runs/ bounded (LAB_KEEP_RUNS)
     return output
+
+
+def _run_level(
+    scenario: Scenario,
+    cluster: Cluster,
+    run_id: str,
+    folder: Path,
+    name: str,
+    step: Callable[[str], None],
+) -> dict[str, Any]:
+    level_run = LevelRun(scenario, LEVELS[name], cluster, run_id, folder)
+    try:
+        return level_run.run(step)
+    finally:
+        for process in level_run.processes:
+            process.stop(timeout=5)
+
+
+def _run_side_by_side(
+    scenario: Scenario,
+    cluster: Cluster,
+    run_id: str,
+    folder: Path,
+    chosen: list[str],
+    report: Progress,
+    results: dict[str, Any],
+) -> None:
+    """Every level in its own thread, at the same time; results kept in the chosen order.
+
+    A level that fails does not cut the others short: they finish and are recorded, and the
+    first failure is raised after them.
+    """
+    finished: set[str] = set()
+    lock = threading.Lock()
+
+    def step_for(name: str) -> Callable[[str], None]:
+        def step(what: str) -> None:
+            with lock:
+                report(what, len(finished) / len(chosen))
+
+        return step
+
+    with ThreadPoolExecutor(max_workers=len(chosen), thread_name_prefix=run_id) as pool:
+        futures = {
+            name: pool.submit(_run_level, scenario, cluster, run_id, folder, name, step_for(name))
+            for name in chosen
+        }
+        for future in as_completed(futures.values()):
+            name = next(n for n, f in futures.items() if f is future)
+            with lock:
+                finished.add(name)
+                report(f"{LEVELS[name].title}: judged", len(finished) / len(chosen))
+    errors: list[BaseException] = []
+    for name, future in futures.items():
+        if (error := future.exception()) is not None:
+            errors.append(error)
+        else:
+            results[name] = future.result()
+    if errors:
+        raise errors[0]
 
 
 def default_runs_dir() -> Path:

@@ -1,8 +1,9 @@
-"""Draws a run while it happens: the level being run, its counters, its faults as they fire.
+"""Draws a run while it happens: one lane per level, side by side, counters and faults ticking.
 
 Everything comes from engine.live, which reads the run's own history files: a counter moves
 only when a client has written the event, and a fault shows at the time the nemesis, the
 proxy or the client recorded it. The placeholders are redrawn in place a few times a second.
+A level that has not begun (its scenario runs the levels one at a time) says so in its lane.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from html import escape
 import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
 
+from engine.levels import LEVELS
 from engine.live import LevelSnapshot
 
 # (snapshot field, card label, what it counts); one set per pipeline.
@@ -31,61 +33,70 @@ COUNTERS: dict[str, list[tuple[str, str, str]]] = {
 }
 
 
+def level_title(level: str) -> str:
+    return LEVELS[level].title if level in LEVELS else level
+
+
 class LiveView:
     """Placeholders inside the run's status box, filled again at each poll."""
 
-    def __init__(self, box: DeltaGenerator, levels: list[str], pipeline: str) -> None:
-        self.levels, self.pipeline = levels, pipeline
+    def __init__(
+        self, box: DeltaGenerator, levels: list[str], pipeline: str, *, together: bool = True
+    ) -> None:
+        self.levels, self.pipeline, self.together = levels, pipeline, together
         self.header = box.empty()
-        self.counters = box.empty()
-        self.faults = box.empty()
-        self.earlier = box.empty()
+        self.lanes = box.empty()
 
-    def draw(self, snapshots: list[LevelSnapshot], stage: str) -> None:
-        if not snapshots:
-            self.header.markdown(f"**{stage}**")
-            return
-        current = snapshots[-1]
-        self.draw_header(current, len(snapshots), stage)
-        self.draw_counters(current)
-        self.draw_faults(current)
-        self.draw_earlier(snapshots[:-1])
+    def draw(
+        self,
+        snapshots: list[LevelSnapshot],
+        stage: str,
+        stages: dict[str, str] | None = None,
+    ) -> None:
+        """Redraw every lane from the snapshots; `stages` is each level's latest step."""
+        by_level = {s.level: s for s in snapshots}
+        self.draw_header(snapshots, stage)
+        with self.lanes.container():
+            columns = st.columns(len(self.levels), border=True)
+            for column, level in zip(columns, self.levels, strict=True):
+                with column:
+                    self.draw_lane(level, by_level.get(level), (stages or {}).get(level))
 
-    def draw_header(self, current: LevelSnapshot, number: int, stage: str) -> None:
-        clock = ""
-        if current.started_at is not None and current.last_t is not None:
-            clock = f" · last event {current.last_t - current.started_at:.1f} s into the level"
-        self.header.markdown(
-            f"### Level {number} of {len(self.levels)}: {current.level}\n\n{stage}{clock}"
+    def draw_header(self, snapshots: list[LevelSnapshot], stage: str) -> None:
+        how = (
+            "the levels run side by side, at the same time"
+            if self.together
+            else "the levels run one at a time: this scenario's faults hurt the whole cluster"
         )
+        clock = ""
+        starts = [s.started_at for s in snapshots if s.started_at is not None]
+        lasts = [s.last_t for s in snapshots if s.last_t is not None]
+        if starts and lasts:
+            clock = f" · last event {max(lasts) - min(starts):.1f} s after the first"
+        self.header.markdown(f"**Live, from the run's history files** ({how}){clock}  \n{stage}")
 
-    def draw_counters(self, current: LevelSnapshot) -> None:
-        with self.counters.container():
-            columns = st.columns(len(COUNTERS[self.pipeline]))
-            for column, (field, label, helptext) in zip(
-                columns, COUNTERS[self.pipeline], strict=True
-            ):
-                column.metric(label, getattr(current, field), help=helptext)
-
-    def draw_faults(self, current: LevelSnapshot) -> None:
-        if not current.faults:
-            self.faults.markdown("*No fault has fired yet in this level.*")
+    def draw_lane(self, level: str, snapshot: LevelSnapshot | None, stage: str | None) -> None:
+        st.markdown(f"#### {escape(level_title(level))}")
+        if snapshot is None:
+            st.caption(stage or "waiting for its turn")
+            return
+        st.caption(stage or "running")
+        counters = COUNTERS[self.pipeline]
+        for row in (counters[:2], counters[2:]):
+            for cell, (field, label, helptext) in zip(st.columns(2), row, strict=True):
+                cell.metric(label, getattr(snapshot, field), help=helptext)
+        if not snapshot.faults:
+            st.markdown("*No fault has fired yet.*")
             return
         lines = []
-        for fault in current.faults:
-            at = current.since_start(fault.t)
-            when = f"{at:6.2f} s" if at is not None else ""
-            lines.append(f"<div>⚡ <b>{when}</b> &nbsp;{escape(fault.text)}</div>")
-        self.faults.markdown(
-            "<div style='font-size:1.4rem;line-height:1.6'>" + "".join(lines) + "</div>",
+        for fault in snapshot.faults:
+            at = snapshot.since_start(fault.t)
+            when = f"{at:.2f} s" if at is not None else ""
+            lines.append(f"<div>⚡ <b>{when}</b> {escape(fault.text)}</div>")
+        st.markdown(
+            "<div style='font-size:1.15rem;line-height:1.45'>" + "".join(lines) + "</div>",
             unsafe_allow_html=True,
         )
-
-    def draw_earlier(self, done: list[LevelSnapshot]) -> None:
-        if not done:
-            self.earlier.empty()
-            return
-        self.earlier.markdown("\n".join(f"- {summary(s, self.pipeline)}" for s in done))
 
 
 def summary(snapshot: LevelSnapshot, pipeline: str) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -14,18 +14,18 @@ import streamlit as st
 from engine import record
 from engine.cluster import Cluster
 from engine.errors import LabError
+from engine.levels import LEVELS
 from engine.live import RunWatch
+from engine.nemesis import BROKER_FAULTS, reaches_beyond_level
 from engine.runner import new_run_id, run_scenario
 from engine.scenario import Scenario
 from pages._live_view import LiveView
 from pages._shared import ClusterService, show_error
 
-# Faults that reach beyond the run's own clients: brokers, and the proxy as a whole. A run
-# with any of them has the cluster alone; other runs (drops aimed at their own client ids,
-# crashes and pauses of their own processes, their own topics) share it.
-BROKER_FAULTS = {"kill-leader", "pause-followers", "resume-nodes", "restart-nodes"}
-PROXY_WIDE_FAULTS = {"blackhole", "latency", "reset-connections"}
 POLL_S = 0.3  # the live view reads the history files this often
+
+
+TITLES = {level.title: name for name, level in LEVELS.items()}
 
 
 @dataclass
@@ -36,17 +36,21 @@ class RunJob:
     fraction: float = 0.0
     output: dict[str, Any] | None = None
     error: BaseException | None = None
+    stages: dict[str, str] = field(default_factory=dict)  # level -> its latest step
 
     def progress(self, what: str, fraction: float) -> None:
-        """run_scenario's callback, from the run's thread; the script thread draws it."""
+        """run_scenario's callback, from the run's threads; the script thread draws it."""
         self.stage, self.fraction = what, fraction
+        title, _, step = what.partition(": ")  # "At least once: running"
+        if step and title in TITLES:
+            self.stages = {**self.stages, TITLES[title]: step}
 
 
 @contextmanager
 def cluster_use(service: ClusterService, scenario: Scenario) -> Iterator[None]:
     """The cluster alone for faults that hit every client on it, shared otherwise."""
     kinds = {f.kind for f in scenario.faults}
-    if kinds & (BROKER_FAULTS | PROXY_WIDE_FAULTS):
+    if reaches_beyond_level(list(scenario.faults)):
         what = "brokers" if kinds & BROKER_FAULTS else "the whole network"
         with service.exclusive(f"{scenario.name} is hurting {what}"):
             yield
@@ -111,24 +115,26 @@ def run_live(
         # results are drawn.
         status = st.status(f"Running {scenario.name}…", expanded=True)
         bar = status.progress(0.0)
-        view = LiveView(status, levels, scenario.pipeline)
+        together = not reaches_beyond_level(list(scenario.faults))
+        view = LiveView(status, levels, scenario.pipeline, together=together)
         run_id = new_run_id(scenario.name)
         proxy = Path(cluster.proxy.events_path) if cluster.proxy else None
         watch = RunWatch(record.run_folder(run_id), levels, proxy_events=proxy)
         thread, job = start_run(service, cluster, scenario, levels, run_id)
         while thread.is_alive():
             bar.progress(min(1.0, job.fraction))
-            view.draw(watch.poll(), job.stage)
+            view.draw(watch.poll(), job.stage, job.stages)
             thread.join(POLL_S)
         bar.progress(min(1.0, job.fraction))
-        view.draw(watch.poll(), job.stage)  # the last lines the clients wrote
+        view.draw(watch.poll(), job.stage, job.stages)  # the last lines the clients wrote
         if job.error is not None or job.output is None:
             raise job.error or LabError("The run ended without a result.")
         output = job.output
         if show is not None:
-            view.draw(watch.poll(), "Drawing the results")
+            view.draw(watch.poll(), "Drawing the results", job.stages)
             show(output["run_id"])
-        status.update(label=f"Done: run {output['run_id']}", state="complete")
+        # Folded: the results below tell the same story, and the room needs the screen.
+        status.update(label=f"Done: run {output['run_id']}", state="complete", expanded=False)
         return output
     except Exception as exc:
         if status is not None:

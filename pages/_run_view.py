@@ -6,6 +6,7 @@ needed). Everything drawn here is read from the run's record; nothing is made up
 
 from __future__ import annotations
 
+from html import escape
 from typing import Any
 
 import pandas as pd
@@ -14,6 +15,7 @@ import streamlit as st
 
 from engine.checker import LATENCY_DEFINITION
 from engine.live import nemesis_text
+from pages._presenter import presenter_on
 
 COUNTS = [
     ("sent", "Sent", "ids the producer handed to the client library"),
@@ -40,7 +42,12 @@ FONT = {"size": 16}  # read from the back of a room, on a projector
 LABEL_ROWS = 5  # fault labels cycle through this many heights, so neighbours do not overlap
 
 
-def render_run(run: dict[str, Any]) -> None:
+def render_run(run: dict[str, Any], *, presenter: bool | None = None) -> None:
+    """The run's counts, evidence, timeline and verdicts; presenter mode opens on the verdicts.
+
+    In presenter mode the first screen holds one card per level with the numbers its scenario
+    teaches and a one-sentence verdict, then the timeline; the full counts follow.
+    """
     meta, stored = run["meta"], run["result"]["results"]
     # Show the levels in the order they were run (the saved JSON's keys are sorted).
     order = [lv for lv in meta.get("levels", []) if lv in stored]
@@ -51,10 +58,101 @@ def render_run(run: dict[str, Any]) -> None:
         st.info("This run recorded no results.")
         return
     st.caption(f"Run `{meta['run_id']}` · scenario **{meta['scenario']}** · {', '.join(results)}")
+    if presenter is None:
+        presenter = presenter_on()
+    if presenter:
+        teaches = ((run.get("config") or {}).get("scenario") or {}).get("teaches") or {}
+        render_verdict_cards(results, teaches)
+        render_timeline(run, results)
+        render_count_cards(results)
+        render_evidence(results)
+    else:
+        render_count_cards(results)
+        render_evidence(results)
+        render_timeline(run, results)
+
+
+def render_timeline(run: dict[str, Any], results: dict[str, Any]) -> None:
+    """The level picker (opened on the failing level), its timeline and its verdict table."""
+    run_id = run["meta"]["run_id"]
+    level = st.radio(
+        "Level to inspect",
+        list(results),
+        index=failing_level(results),
+        horizontal=True,
+        key=f"lvl-{run_id}",
+    )
+    data = run["levels"].get(level)
+    if not data:
+        return
+    figure = timeline_figure(data["history"], results[level], data.get("verdicts"))
+    st.plotly_chart(figure, width="stretch")
+    render_verdicts(data["verdicts"], results[level], key=f"v-{run_id}-{level}")
+
+
+# The counts a card may teach, with the words the room reads under the number.
+TEACHING_LABELS = {
+    "delivered": "delivered",
+    "duplicates": "duplicates",
+    "lost": "lost",
+    "reordered": "reordered",
+    "acked": "acknowledged",
+    "aborted_visible": "aborted, yet visible",
+    "fenced": "zombie writes fenced",
+    "effects": "effects in the database",
+    "duplicates_absorbed": "duplicates absorbed",
+}
+
+
+def teaching_counts(level: str, result: dict[str, Any], teaches: dict[str, Any]) -> list[str]:
+    """The counts this level's card shows: delivered, then what the scenario teaches."""
+    taught = [k for k in (teaches.get(level) or {}) if k in result and k != "delivered"]
+    return ["delivered", *taught] if taught else ["delivered", "duplicates", "lost"]
+
+
+def render_verdict_cards(results: dict[str, Any], teaches: dict[str, Any]) -> None:
+    """One card per level: the numbers the scenario teaches, large, and the verdict in words."""
+    columns = st.columns(len(results), border=True)
+    for column, (level, result) in zip(columns, results.items(), strict=True):
+        cells = []
+        for key in teaching_counts(level, result, teaches):
+            value = result.get(key) or 0
+            alarm = key in ANOMALY_COUNTS and value > 0
+            cells.append(
+                "<div class='lab-count'>"
+                f"<div class='lab-number{' lab-alarm' if alarm else ''}'>{value}</div>"
+                f"<div class='lab-label'>{escape(TEACHING_LABELS.get(key, key))}</div></div>"
+            )
+        verdict = (result.get("explain") or {}).get("headline") or ""
+        with column:
+            st.markdown(
+                f"<div class='lab-card'><div class='lab-level'>{escape(level)}</div>"
+                f"<div class='lab-counts'>{''.join(cells)}</div>"
+                f"<div class='lab-verdict'>{escape(verdict)}</div></div>",
+                unsafe_allow_html=True,
+            )
+    st.markdown(CARD_STYLE, unsafe_allow_html=True)
+
+
+CARD_STYLE = """<style>
+.lab-level { font-size: 1.6rem; font-weight: 700; }
+.lab-counts { display: flex; flex-wrap: wrap; gap: 0.4rem 1.6rem; margin: 0.3rem 0; }
+.lab-count { min-width: 5.5rem; }
+.lab-number { font-size: 3.2rem; font-weight: 700; line-height: 1.1; }
+.lab-alarm { color: #c62828; }
+.lab-label { font-size: 1.05rem; white-space: nowrap; }
+.lab-verdict { font-size: 1.3rem; line-height: 1.35; }
+</style>"""
+
+
+def render_count_cards(results: dict[str, Any]) -> None:
+    """Every count of every level, side by side, with what explains them."""
     columns = st.columns(len(results))
     for column, (level, result) in zip(columns, results.items(), strict=True):
         with column, st.container(border=True):
             st.subheader(level)
+            if headline := (result.get("explain") or {}).get("headline"):
+                st.markdown(f"**{headline}**")
             st.caption(f"reads `{result['sink_topic']}` at **{result['isolation']}**")
             left, right = st.columns(2)
             for i, (key, label, helptext) in enumerate(COUNTS):
@@ -83,21 +181,6 @@ def render_run(run: dict[str, Any]) -> None:
                     f"max {lat['max']:.0f} ms",
                     help=LATENCY_DEFINITION,
                 )
-
-    render_evidence(results)
-    level = st.radio(
-        "Level to inspect",
-        list(results),
-        index=failing_level(results),
-        horizontal=True,
-        key=f"lvl-{meta['run_id']}",
-    )
-    data = run["levels"].get(level)
-    if not data:
-        return
-    figure = timeline_figure(data["history"], results[level], data.get("verdicts"))
-    st.plotly_chart(figure, width="stretch")
-    render_verdicts(data["verdicts"], results[level], key=f"v-{meta['run_id']}-{level}")
 
 
 def failing_level(results: dict[str, Any]) -> int:

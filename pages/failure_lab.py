@@ -8,11 +8,23 @@ from engine import record
 from engine.errors import LabError
 from engine.levels import LEVELS
 from engine.scenario import ScenarioError, list_scenarios, load_scenario
+from pages._presenter import presenter_on
 from pages._run_control import run_live
 from pages._run_view import render_run
-from pages._shared import cluster_service, node_advice, require_app, show_error
+from pages._shared import ClusterService, cluster_service, node_advice, require_app, show_error
 
 require_app()
+
+
+@st.fragment(run_every=1.0)
+def restart_progress(service: ClusterService) -> None:
+    """The restart's steps where the presenter looks (the sidebar may be hidden)."""
+    if service.state != "starting":
+        st.rerun(scope="app")  # the new cluster is up (or failed): draw the page for it
+    with st.status("Restarting the cluster, then running the scenario…", expanded=True):
+        for step in service.steps:
+            st.write(step)
+
 
 st.title("Failure lab")
 scenarios = list_scenarios()
@@ -21,8 +33,9 @@ if not scenarios:
     st.stop()
 
 names = list(scenarios)
+picker, level_picker = st.columns([1, 2])
 # The lost ack is the first lesson: the simplest failure, and it splits the three levels.
-name = st.selectbox(
+name = picker.selectbox(
     "Scenario",
     names,
     index=names.index("ack-loss") if "ack-loss" in names else 0,
@@ -34,14 +47,20 @@ except ScenarioError as exc:
     show_error(exc)
     st.stop()
 
-st.subheader(scenario.title)
-st.markdown(scenario.story)
-levels = st.multiselect(
+levels = level_picker.multiselect(
     "Levels",
     list(LEVELS),
     default=scenario.levels,
     key=f"lab_levels_{name}",
 )
+st.subheader(scenario.title)
+# On a projector the results need the screen: once this scenario has a result, its story
+# folds away (one click opens it).
+if presenter_on() and name in st.session_state.get("lab_runs", {}):
+    with st.expander("The story"):
+        st.markdown(scenario.story)
+else:
+    st.markdown(scenario.story)
 workload = scenario.workload
 with st.expander("Parameters"):
     left, right = st.columns(2)
@@ -74,7 +93,14 @@ if cannot_teach:
 service = cluster_service()
 ready = service.state == "ready" and service.cluster is not None
 too_small = None
-if not ready:
+# Set by the restart button below: run this scenario as soon as the new cluster is up.
+autorun = st.session_state.get("lab_autorun") == name
+if autorun and service.state == "starting":
+    restart_progress(service)
+elif autorun and service.state == "failed":
+    st.session_state.pop("lab_autorun", None)
+    st.error(service.error or "The cluster could not start.", icon="⚠️")
+elif not ready:
     st.info("The cluster is not ready yet; its progress shows in the sidebar.")
 elif service.cluster is not None:
     # Said before Run is pressed, with the one action that fixes it when the dashboard may.
@@ -87,13 +113,18 @@ elif service.cluster is not None:
     if too_small is not None:
         st.info(too_small.text, icon="🧩")
         if too_small.restart_nodes and st.button(
-            f"Restart the cluster with {too_small.restart_nodes} nodes", key="lab_restart"
+            f"Restart the cluster with {too_small.restart_nodes} nodes and run",
+            key="lab_restart",
+            type="primary",
+            help="Stops the dashboard's cluster (recorded runs keep their saved records), "
+            "starts one with more nodes, then runs this scenario.",
         ):
             try:
                 service.restart(nodes=too_small.restart_nodes)
             except LabError as exc:
                 show_error(exc)
             else:
+                st.session_state["lab_autorun"] = name
                 st.rerun()
 
 
@@ -107,11 +138,10 @@ def show_run(run_id: str) -> None:
 
 
 # Each scenario keeps its own latest run, so a result never shows under another's heading.
-if st.button(
-    "▶ Run",
-    type="primary",
-    disabled=not ready or not levels or bool(cannot_teach) or too_small is not None,
-):
+runnable = ready and bool(levels) and not cannot_teach and too_small is None
+pressed = st.button("▶ Run", type="primary", disabled=not runnable)
+if pressed or (autorun and runnable):
+    st.session_state.pop("lab_autorun", None)
     run_live(service, scenario, levels, show=show_run)
 elif run_id := st.session_state.get("lab_runs", {}).get(name):
     show_run(run_id)

@@ -8,7 +8,7 @@ import time
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from engine import paths
+from engine import paths, record
 from engine.levels import LEVELS
 from engine.scenario import list_scenarios, load_scenario
 
@@ -223,7 +223,8 @@ def test_the_dashboards_own_cluster_restarts_with_3_nodes_for_broker_failover(mo
         assert not at.error, [e.value for e in at.error]
         assert any("needs a 3-node cluster; the running one has 1" in i.value for i in at.info)
         assert run_button(at).disabled
-        restart = next(b for b in at.button if b.label == "Restart the cluster with 3 nodes")
+        label = "Restart the cluster with 3 nodes and run"
+        restart = next(b for b in at.button if b.label == label)
         restart.click().run()
         assert not at.exception
         assert service.state in ("starting", "ready")
@@ -231,10 +232,16 @@ def test_the_dashboards_own_cluster_restarts_with_3_nodes_for_broker_failover(mo
             assert run_button(at).disabled
         wait_for(lambda: service.state != "starting", 240, "the 3-node cluster")
         assert service.state == "ready", service.error
-        at.run()
+        # The next draw of the page runs the scenario by itself, on the new cluster.
+        at.run(timeout=300)
+        assert not at.exception
         assert not at.error, [e.value for e in at.error]
         assert not any("needs a 3-node cluster" in i.value for i in at.info)
         assert not run_button(at).disabled
+        run_id = at.session_state["lab_runs"]["broker-failover"]
+        meta = record.load_run(run_id)["meta"]
+        assert meta["status"] == "complete" and meta["levels"] == ["at-most-once", "at-least-once"]
+        assert "lab_autorun" not in at.session_state
         # The sidebar (drawn by app.py, which a page switched to in AppTest runs without).
         home = AppTest.from_file(APP, default_timeout=60).run()
         text = markdown_text(home)

@@ -99,3 +99,40 @@ def test_a_replacement_producers_policy_is_an_application_choice():
         "The replacement producer (producer#2) sent again every id its outbox had not marked "
         "acknowledged, as an outbox relay would: ids 5–7."
     ]
+
+
+def test_the_headline_names_the_worst_count_and_its_cause_from_the_history():
+    history = zombie_history()
+    stored = [StoredRecord(0, o, i) for o, i in enumerate([0, 1, 2, 3, 2, 3])]
+    verdicts, counts = check(ledger=range(4), history=history, stored=stored)
+    line = explain("at-least-once", "processor", history, counts, verdicts).headline
+    assert line == "2 duplicates: ids 2–3 written by processor and processor#2"
+
+
+def test_the_headline_of_a_retried_produce_and_of_a_clean_level():
+    history = [
+        {"t": 1.0, "proc": "producer", "ev": "send", "id": 0},
+        {"t": 1.1, "proc": "producer", "ev": "send", "id": 1},
+        {"t": 1.2, "proc": "producer", "ev": "ack", "id": 0},
+        {"t": 1.3, "proc": "producer", "ev": "ack", "id": 1},
+    ]
+    twice = [StoredRecord(0, o, i) for o, i in enumerate([0, 1, 1])]
+    verdicts, counts = check(ledger=range(2), history=history, stored=twice)
+    line = explain("at-least-once", "producer", history, counts, verdicts).headline
+    assert line == "1 duplicate: id 1 retried and appended again"
+    once = [StoredRecord(0, o, i) for o, i in enumerate([0, 1])]
+    verdicts, counts = check(ledger=range(2), history=history, stored=once)
+    line = explain("exactly-once", "producer", history, counts, verdicts).headline
+    assert line == "2 messages, each stored once"
+
+
+def test_the_headline_of_an_acknowledged_loss():
+    history = [
+        {"t": 1.0, "proc": "producer", "ev": "send", "id": 0},
+        {"t": 1.1, "proc": "producer", "ev": "send", "id": 1},
+        {"t": 1.2, "proc": "producer", "ev": "ack", "id": 0},
+        {"t": 1.3, "proc": "producer", "ev": "ack", "id": 1},
+    ]
+    verdicts, counts = check(ledger=range(2), history=history, stored=[StoredRecord(0, 0, 0)])
+    line = explain("at-least-once", "producer", history, counts, verdicts).headline
+    assert line == "1 message lost: id 1 not in the topic, although acknowledged"
