@@ -355,6 +355,14 @@ class LevelRun:
         faults = self._faults(history)
         effects = self._effects(history)
         why = explain(self.level.name, self.scenario.pipeline, history, counts, verdicts)
+        if effects.get("effect_ids") is not None:  # what the idempotency key made of it
+            why.headline += (
+                f"; the database applied {effects['effects']} effects, "
+                f"{effects['duplicates_absorbed']} duplicate delivery absorbed"
+                if effects["duplicates_absorbed"] == 1
+                else f"; the database applied {effects['effects']} effects, "
+                f"{effects['duplicates_absorbed']} duplicate deliveries absorbed"
+            )
         (self.folder / "history.jsonl").write_text("".join(json.dumps(e) + "\n" for e in history))
         (self.folder / "verdicts.json").write_text(json.dumps(verdicts_to_rows(verdicts)))
         (self.folder / "stored.json").write_text(

@@ -24,6 +24,10 @@ html { font-size: 20px; }
   display: none !important;
 }
 .stMainBlockContainer { padding-top: 1.2rem !important; max-width: 100% !important; }
+.stMainBlockContainer h1 { font-size: 2rem !important; padding: 0 !important; }
+/* The way out floats in the corner: the first screen is for the run. */
+.st-key-presenter_leave { position: fixed; top: 0.4rem; right: 0.8rem; z-index: 999990;
+  width: auto !important; }
 </style>"""
 
 

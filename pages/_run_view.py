@@ -136,11 +136,11 @@ def render_verdict_cards(results: dict[str, Any], teaches: dict[str, Any]) -> No
 
 CARD_STYLE = """<style>
 .lab-level { font-size: 1.6rem; font-weight: 700; }
-.lab-counts { display: flex; flex-wrap: wrap; gap: 0.4rem 1.6rem; margin: 0.3rem 0; }
-.lab-count { min-width: 5.5rem; }
-.lab-number { font-size: 3.2rem; font-weight: 700; line-height: 1.1; }
+.lab-counts { display: grid; grid-template-columns: repeat(auto-fit, minmax(4.2rem, 1fr));
+  gap: 0.3rem 0.8rem; margin: 0.2rem 0 0.4rem 0; }
+.lab-number { font-size: 2.8rem; font-weight: 700; line-height: 1.1; }
 .lab-alarm { color: #c62828; }
-.lab-label { font-size: 1.05rem; white-space: nowrap; }
+.lab-label { font-size: 0.95rem; line-height: 1.2; }
 .lab-verdict { font-size: 1.3rem; line-height: 1.35; }
 </style>"""
 

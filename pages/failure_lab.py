@@ -54,15 +54,17 @@ levels = level_picker.multiselect(
     key=f"lab_levels_{name}",
 )
 st.subheader(scenario.title)
-# On a projector the results need the screen: once this scenario has a result, its story
-# folds away (one click opens it).
-if presenter_on() and name in st.session_state.get("lab_runs", {}):
-    with st.expander("The story"):
+# On a projector the results need the screen: once this scenario runs or has a result, its
+# story folds away (one click opens it). "lab_run" is the Run button, pressed in this rerun.
+if presenter_on():
+    ran = name in st.session_state.get("lab_runs", {}) or st.session_state.get("lab_run")
+    with st.expander("The story", expanded=not ran):
         st.markdown(scenario.story)
 else:
     st.markdown(scenario.story)
 workload = scenario.workload
-with st.expander("Parameters"):
+run_slot, parameters = st.columns([1, 9], vertical_alignment="top")
+with parameters.expander("Parameters"):
     left, right = st.columns(2)
     messages = left.number_input("Messages", 1, 10_000, workload.messages)
     commit_every = right.number_input(
@@ -139,7 +141,7 @@ def show_run(run_id: str) -> None:
 
 # Each scenario keeps its own latest run, so a result never shows under another's heading.
 runnable = ready and bool(levels) and not cannot_teach and too_small is None
-pressed = st.button("▶ Run", type="primary", disabled=not runnable)
+pressed = run_slot.button("▶ Run", type="primary", disabled=not runnable, key="lab_run")
 if pressed or (autorun and runnable):
     st.session_state.pop("lab_autorun", None)
     run_live(service, scenario, levels, show=show_run)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 import time
 from collections.abc import Callable, Iterator
@@ -159,28 +158,34 @@ def test_metrics_page_charts_sparks_results_of_the_run(page, dashboard):
     page.screenshot(path=str(ARTIFACTS / "metrics.png"), full_page=True)
 
 
-def live_readings(tab, label: str, timeout: float = 120.0) -> list[tuple[str, int]]:
-    """Read a live counter until it grows within one level; every (level, value) read."""
-    card = tab.locator("[data-testid='stMetric']", has_text=label)
+def lane(tab, title: str):
+    """A level's lane in the live view: the bordered column headed by the level's title."""
+    heading = tab.get_by_role("heading", name=title, exact=True)
+    return tab.locator("[data-testid='stColumn']", has=heading).last
+
+
+def live_readings(tab, title: str, label: str, timeout: float = 120.0) -> list[int]:
+    """Read a live counter in one level's lane until it grows; every value read."""
+    card = lane(tab, title).locator("[data-testid='stMetric']", has_text=label)
     value = card.locator("[data-testid='stMetricValue']").first
-    level = tab.get_by_role("heading", name=re.compile(r"^Level \d+ of \d+")).first
-    readings: list[tuple[str, int]] = []
+    readings: list[int] = []
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
-            reading = (level.inner_text(timeout=2000), int(value.inner_text(timeout=2000)))
+            reading = int(value.inner_text(timeout=2000))
         except (PlaywrightError, ValueError):  # redrawn at that moment, or not there yet
             time.sleep(0.1)
             continue
-        if any(lv == reading[0] and n < reading[1] for lv, n in readings):
+        if any(n < reading for n in readings):
             return [*readings, reading]
         readings.append(reading)
-        time.sleep(0.2)
-    raise AssertionError(f"'{label}' did not grow within a level in {timeout:.0f} s: {readings}")
+        time.sleep(0.15)
+    raise AssertionError(f"'{label}' of {title} did not grow in {timeout:.0f} s: {readings}")
 
 
 def test_failure_lab_shows_the_run_live_before_it_is_done(browser, dashboard):
-    """On a projector-sized screen: counters tick and the SIGKILL shows before "Done"."""
+    """On a projector-sized screen: every level's lane ticks, and the SIGKILL shows, before
+    "Done"; the levels run side by side, so all their lanes are drawn at once."""
     tab = browser.new_page(viewport={"width": 1920, "height": 1080})
     try:
         tab.set_default_timeout(120_000)
@@ -190,18 +195,94 @@ def test_failure_lab_shows_the_run_live_before_it_is_done(browser, dashboard):
         tab.get_by_role("combobox", name="Scenario").click()
         tab.get_by_role("option", name="consumer-crash").click()
         tab.get_by_role("heading", name="The processor dies between its output").wait_for()
+        # A slower processor, so that a loaded machine still shows the counters mid-run.
+        tab.get_by_text("Parameters").click()
+        work = tab.get_by_role("spinbutton", name="Processing time per message (ms)")
+        work.fill("60")
+        work.press("Enter")
         tab.get_by_role("button", name="▶ Run").click()
         done = tab.get_by_text("Done: run")
-        readings = live_readings(tab, "Outputs written")
+        readings = live_readings(tab, "At least once", "Outputs written")
         expect(done).to_have_count(0)  # the counter grew while the run was still going
+        for title in ("At most once", "Exactly once", "Idempotency key at the consumer"):
+            expect(lane(tab, title).locator("[data-testid='stMetric']")).to_have_count(4)
         kill = tab.get_by_text("processor killed (SIGKILL) after commit_gap #2").first
         expect(kill).to_be_visible()
-        expect(done).to_have_count(0)
         tab.screenshot(path=str(ARTIFACTS / "failure-lab-live-1080.png"))
         done.wait_for(timeout=240_000)
         no_error_box(tab)
         tab.screenshot(path=str(ARTIFACTS / "failure-lab-done-1080.png"), full_page=True)
-        assert readings[-1][1] > 0
+        assert readings[-1] > 0
+    finally:
+        tab.close()
+
+
+def boxes(tab, selector: str) -> list[dict[str, float]]:
+    return [b for b in (el.bounding_box() for el in tab.locator(selector).all()) if b]
+
+
+def test_presenter_mode_puts_the_teaching_numbers_on_the_first_screen(browser, dashboard):
+    """`?presenter=1` at 1920x1080: no sidebar, and after Run every level's card (with the
+    numbers ack-loss teaches and its verdict sentence) lies inside the first screen."""
+    tab = browser.new_page(viewport={"width": 1920, "height": 1080})
+    try:
+        tab.set_default_timeout(120_000)
+        tab.goto(f"{dashboard}/failure_lab?presenter=1")
+        tab.get_by_role("heading", name="Failure lab").wait_for()
+        expect(tab.locator("[data-testid='stSidebar']")).to_be_hidden()
+        run = tab.get_by_role("button", name="▶ Run")
+        expect(run).to_be_enabled(timeout=180_000)  # the cluster is up
+        run.click()
+        tab.get_by_text("Done: run").wait_for(timeout=180_000)
+        cards = tab.locator(".lab-card")
+        expect(cards).to_have_count(4)
+        at_least_once = cards.filter(has_text="at-least-once")
+        expect(at_least_once).to_contain_text("1 duplicate:")
+        expect(at_least_once.locator(".lab-number.lab-alarm")).to_have_text("1")
+        expect(cards.filter(has_text="idempotency-key")).to_contain_text("duplicates absorbed")
+        tab.screenshot(path=str(ARTIFACTS / "presenter-1080.png"))
+        for box in boxes(tab, ".lab-card"):
+            assert box["y"] >= 0 and box["y"] + box["height"] <= 1080, box
+        # The timeline follows on the same screen (its top at least).
+        tab.locator(".js-plotly-plot").first.wait_for()
+        assert boxes(tab, ".js-plotly-plot")[0]["y"] < 1080
+        no_error_box(tab)
+        # The address keeps the mode across pages, and the way out is on the page.
+        tab.get_by_role("button", name="Leave presenter mode").click()
+        expect(tab.locator("[data-testid='stSidebar']")).to_be_visible()
+    finally:
+        tab.close()
+
+
+def cut_labels(tab) -> list[str]:
+    """Metric labels whose text does not fit their box (shown with an ellipsis)."""
+    return tab.evaluate(
+        """() => [...document.querySelectorAll("[data-testid='stMetricLabel'] *")]
+            .filter(el => el.scrollWidth > el.clientWidth + 1 && el.clientWidth > 0)
+            .map(el => el.innerText)"""
+    )
+
+
+@pytest.mark.parametrize(("width", "height", "zoom"), [(1920, 1080, 1.0), (1280, 720, 1.5)])
+def test_no_card_label_is_cut_off_at_1080p_or_at_150_percent_zoom(
+    browser, dashboard, width, height, zoom
+):
+    """150% zoom of a 1920x1080 screen is a 1280x720 CSS viewport at 1.5 device pixels."""
+    tab = browser.new_page(viewport={"width": width, "height": height}, device_scale_factor=zoom)
+    try:
+        tab.set_default_timeout(120_000)
+        tab.goto(f"{dashboard}/failure_lab")
+        run = tab.get_by_role("button", name="▶ Run")
+        expect(run).to_be_enabled(timeout=180_000)
+        run.click()
+        tab.get_by_text("Done: run").wait_for(timeout=180_000)
+        expect(tab.locator("[data-testid='stMetric']").first).to_be_visible()
+        assert tab.locator("[data-testid='stMetricLabel']").count() >= 24  # 4 levels x 6
+        assert cut_labels(tab) == []
+        tab.goto(f"{dashboard}/replay")
+        tab.locator("[data-testid='stMetric']").first.wait_for()
+        assert cut_labels(tab) == []
+        tab.screenshot(path=str(ARTIFACTS / f"labels-{width}.png"), full_page=True)
     finally:
         tab.close()
 
@@ -309,3 +390,28 @@ def test_a_link_to_a_page_opens_that_page_on_a_new_servers_first_visit(
         tab.close()
         server.terminate()
         server.wait(30)
+
+
+def test_restart_with_3_nodes_then_runs_broker_failover(browser, dashboard):
+    """The button a scenario that needs 3 nodes offers: restart, with progress, then the run.
+
+    Last in this file: the module's dashboard has 3 nodes afterwards.
+    """
+    tab = browser.new_page(viewport={"width": 1920, "height": 1080})
+    try:
+        tab.set_default_timeout(120_000)
+        tab.goto(f"{dashboard}/failure_lab")
+        tab.get_by_text("node 1: running").wait_for(timeout=180_000)
+        tab.get_by_role("combobox", name="Scenario").click()
+        tab.get_by_role("option", name="broker-failover").click()
+        expect(tab.get_by_text("needs a 3-node cluster; the running one has 1")).to_be_visible()
+        expect(tab.get_by_role("button", name="▶ Run")).to_be_disabled()
+        tab.get_by_role("button", name="Restart the cluster with 3 nodes and run").click()
+        expect(tab.get_by_text("Restarting the cluster, then running the scenario")).to_be_visible()
+        tab.get_by_text("Done: run").wait_for(timeout=400_000)
+        for node in (1, 2, 3):
+            expect(tab.get_by_text(f"node {node}: running")).to_be_visible(timeout=60_000)
+        wait_for_metric(tab, "Lost", lambda v: v == "0")  # at-least-once kept every message
+        no_error_box(tab)
+    finally:
+        tab.close()
