@@ -356,12 +356,10 @@ class LevelRun:
         effects = self._effects(history)
         why = explain(self.level.name, self.scenario.pipeline, history, counts, verdicts)
         if effects.get("effect_ids") is not None:  # what the idempotency key made of it
+            absorbed = effects["duplicates_absorbed"]
             why.headline += (
-                f"; the database applied {effects['effects']} effects, "
-                f"{effects['duplicates_absorbed']} duplicate delivery absorbed"
-                if effects["duplicates_absorbed"] == 1
-                else f"; the database applied {effects['effects']} effects, "
-                f"{effects['duplicates_absorbed']} duplicate deliveries absorbed"
+                f"; the database applied {effects['effects']} effects and absorbed {absorbed} "
+                + ("duplicate delivery" if absorbed == 1 else "duplicate deliveries")
             )
         (self.folder / "history.jsonl").write_text("".join(json.dumps(e) + "\n" for e in history))
         (self.folder / "verdicts.json").write_text(json.dumps(verdicts_to_rows(verdicts)))
