@@ -136,7 +136,7 @@ def render_verdict_cards(results: dict[str, Any], teaches: dict[str, Any]) -> No
 
 CARD_STYLE = """<style>
 .lab-level { font-size: 1.6rem; font-weight: 700; }
-.lab-counts { display: grid; grid-template-columns: repeat(auto-fit, minmax(4.2rem, 1fr));
+.lab-counts { display: grid; grid-template-columns: repeat(auto-fit, minmax(3.4rem, 1fr));
   gap: 0.3rem 0.8rem; margin: 0.2rem 0 0.4rem 0; }
 .lab-number { font-size: 2.8rem; font-weight: 700; line-height: 1.1; }
 .lab-alarm { color: #c62828; }
