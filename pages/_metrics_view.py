@@ -132,34 +132,51 @@ def percentile_table(results: dict[str, Any]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def throughput_figure(results: dict[str, Any]) -> go.Figure:
-    """Messages first seen by the sink per second, one row per level, with its fault bands.
+def buckets(throughput: dict[str, Any]) -> tuple[float, list[int]]:
+    """(bucket width in s, messages per bucket); older saved metrics counted whole seconds."""
+    if "per_bucket" in throughput:
+        return float(throughput.get("bucket_s") or 1.0), list(throughput["per_bucket"])
+    return 1.0, list(throughput.get("per_second") or [])
 
-    The x axis is seconds since the level started, the same axis as the run's timeline, so a
-    dip lines up with the fault that caused it.
+
+def width_text(width: float) -> str:
+    return f"{width * 1000:.0f} ms" if width < 1 else f"{width:g} s"
+
+
+def throughput_figure(results: dict[str, Any]) -> go.Figure:
+    """Messages first seen by the sink per time bucket, one row per level, with its fault bands.
+
+    Each level's bucket width was chosen from its length (engine.metrics.buckets), so a
+    2-second run shows tens of bars rather than two. The x axis is seconds since the level
+    started, the same axis as the run's timeline, so a dip lines up with the fault behind it.
     """
-    levels = [lv for lv, r in results.items() if (r.get("throughput") or {}).get("per_second")]
+    levels = [lv for lv, r in results.items() if buckets(r.get("throughput") or {})[1]]
+    titles = [
+        f"{lv}: messages per {width_text(buckets(results[lv]['throughput'])[0])}" for lv in levels
+    ]
     figure = make_subplots(
         rows=max(1, len(levels)),
         cols=1,
         shared_xaxes=True,
-        subplot_titles=levels or ["no message reached the sink"],
+        subplot_titles=titles or ["no message reached the sink"],
         vertical_spacing=0.08,
     )
     for row, level in enumerate(levels, start=1):
         result = results[level]
         tp = result["throughput"]
+        width, counts = buckets(tp)
         started = result.get("started_at")
         window_start = tp.get("window_start")
         offset = window_start - started if started is not None and window_start else 0.0
         figure.add_trace(
             go.Bar(
                 name=level,
-                x=[offset + k + 0.5 for k in range(len(tp["per_second"]))],
-                y=tp["per_second"],
-                width=0.9,
+                x=[offset + (k + 0.5) * width for k in range(len(counts))],
+                y=counts,
+                width=0.9 * width,
                 marker_color=colour(level),
-                hovertemplate="second %{x:.0f}: %{y} messages<extra>" + level + "</extra>",
+                hovertemplate=f"%{{x:.2f}} s: %{{y}} messages in {width_text(width)}"
+                f"<extra>{level}</extra>",
                 showlegend=False,
             ),
             row=row,
@@ -174,7 +191,7 @@ def throughput_figure(results: dict[str, Any]) -> go.Figure:
         bargap=0.05,
     )
     figure.update_xaxes(title_text="seconds since the level started", row=max(1, len(levels)))
-    figure.update_yaxes(title_text="msg/s")
+    figure.update_yaxes(title_text="messages")
     return figure
 
 

@@ -7,13 +7,14 @@ The quick run (under a minute) measures on the dashboard's cluster; the last ful
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
 from engine.cost import published, report
-from engine.cost.suite import QuickResult, run_quick
+from engine.cost.suite import QUICK_MESSAGES, QuickResult, run_quick
 from engine.cost.throughput import BASELINE, Matrix
 from engine.errors import LabError
 from pages._shared import cluster_service, require_app, show_error
@@ -31,21 +32,33 @@ st.markdown(
     "this room measures under stated conditions."
 )
 
+
+def wrapped_table(rows: list[dict[str, Any]]) -> None:
+    """A static table whose long cells wrap, so that no column runs off the right edge."""
+    st.table(pd.DataFrame(rows).set_index(next(iter(rows[0]))))
+
+
+def full_run() -> str:
+    """The last full run's block from benchmarks/README.md, or "" if none is recorded."""
+    text = README.read_text() if README.exists() else ""
+    return text.split(START, 1)[1].split(END, 1)[0] if START in text and END in text else ""
+
+
+def full_run_section(title: str) -> str:
+    """One `### title...` section of the full run's block (its heading left out), or ""."""
+    for part in full_run().split("\n### ")[1:]:
+        heading, _, body = part.partition("\n")
+        if heading.startswith(title):
+            return body
+    return ""
+
+
 st.subheader("What is published")
-st.dataframe(
-    pd.DataFrame(
-        [
-            {
-                "claim": c.what,
-                "published": c.figure,
-                "conditions": c.conditions,
-                "source": c.source,
-            }
-            for c in published.CLAIMS
-        ]
-    ),
-    hide_index=True,
-    width="stretch",
+wrapped_table(
+    [
+        {"claim": c.what, "published": c.figure, "conditions": c.conditions, "source": c.source}
+        for c in published.CLAIMS
+    ]
 )
 
 
@@ -82,17 +95,43 @@ def show_quick(result: QuickResult) -> None:
     st.caption(
         f"{cond['nodes']}-node cluster (replication {result.matrix.conditions['replication']}), "
         f"{result.matrix.conditions['partitions']} partitions, direct listener, 1 KB messages, "
-        f"{cond['messages per trial']:,} per trial, {result.matrix.conditions['rounds']} shuffled "
-        f"rounds; {before['cores']} cores, load average {before['load average (1/5/15 min)']} "
-        f"before and {cond['after']['load average (1/5/15 min)']} after; librdkafka "
-        f"{before['librdkafka']}. Spread = min–max over the rounds."
+        f"{cond['messages per trial']:,} timed per trial after "
+        f"{cond.get('warm-up messages per trial', 0):,} untimed, "
+        f"{result.matrix.conditions['rounds']} shuffled rounds; {before['cores']} cores, load "
+        f"average {before['load average (1/5/15 min)']} before and "
+        f"{cond['after']['load average (1/5/15 min)']} after; librdkafka "
+        f"{before['librdkafka']}. Spread = the farthest round from the median."
+        + (
+            " On one broker, acks=1 and acks=all wait for the same single replica, so "
+            "at-most-once (acks=1) and at-least-once can only tie here."
+            if cond["nodes"] == 1
+            else ""
+        )
     )
+    judged = report.quick_steadiness(result.matrix, result.matrix.sizes[0])
+    if judged.comparable:
+        st.success(report.steadiness_text(judged))
+        show_measurements(result)
+        return
+    st.warning(
+        report.steadiness_text(judged)
+        + " Below, the claims beside the last full benchmark, whose trials are longer and more;"
+        " this run's own numbers are in the box after it."
+    )
+    claims = full_run_section("Published claims")
+    if claims:
+        st.markdown("**The claims, beside the last full benchmark**")
+        st.markdown(claims)
+    else:
+        st.caption("No full run recorded yet: `python -m benchmarks.cost --readme` writes one.")
+    with st.expander("This quick run's numbers (too noisy to compare)"):
+        show_measurements(result)
+
+
+def show_measurements(result: QuickResult) -> None:
+    """The quick run's own tables and chart."""
     st.markdown("**The claims, beside this run**")
-    st.dataframe(
-        pd.DataFrame(report.claim_rows(result.matrix, result.latency)),
-        hide_index=True,
-        width="stretch",
-    )
+    wrapped_table(report.claim_rows(result.matrix, result.latency))
     st.plotly_chart(throughput_figure(result.matrix, result.matrix.sizes[0]), width="stretch")
     st.markdown("**Throughput** (overhead: positive = slower than the base, paired by round)")
     st.dataframe(
@@ -125,7 +164,7 @@ if not ready:
 with st.expander("Parameters"):
     left, right = st.columns(2)
     messages = left.number_input(
-        "Messages per trial", 500, 100_000, 10_000, step=500, key="cost_messages"
+        "Messages per trial", 500, 200_000, QUICK_MESSAGES, step=500, key="cost_messages"
     )
     rounds = right.number_input("Rounds", 1, 10, 3, key="cost_rounds")
     yardsticks = st.checkbox(
@@ -164,8 +203,7 @@ if quick is not None:
     show_quick(quick)
 
 st.subheader("Last full run")
-text = README.read_text() if README.exists() else ""
-if START in text and END in text:
-    st.markdown(text.split(START, 1)[1].split(END, 1)[0])
+if full_run():
+    st.markdown(full_run())
 else:
     st.caption("No full run recorded yet: `python -m benchmarks.cost --readme` writes one.")

@@ -20,6 +20,7 @@ from pages._metrics_view import (
     rates_figure,
     throughput_figure,
 )
+from pages._run_view import failing_level, render_verdicts
 from pages._shared import require_app, show_error
 from pages._spark import SparkService, spark_service
 
@@ -29,7 +30,9 @@ require_app()
 COMPARED = ("sent", "acked", "delivered", "duplicates", "lost", "reordered", "aborted_visible")
 THROUGHPUT_HELP = (
     "Messages whose latency was measured (delivered and seen by the sink), counted in the "
-    "second in which the sink first saw them. Bands are the faults the nemesis injected."
+    "time bucket in which the sink first saw them. The width of a level's buckets comes from "
+    "its length: up to 60 buckets over the level (50 ms for a 2-second level, 1 s for a "
+    "minute). Bands are the faults the nemesis injected."
 )
 
 st.title("Metrics")
@@ -144,14 +147,16 @@ def render(meta: dict[str, Any], metrics: dict[str, Any]) -> None:
     verdicts = metrics.get("verdicts") or {}
     if verdicts:
         st.subheader("Spark's verdict for each message")
-        level = st.radio("Level", list(results), horizontal=True, key="metrics_verdict_level")
-        table = pd.DataFrame(verdicts.get(level) or [])
-        if not table.empty:
-            kinds = sorted(table["verdict"].unique())
-            chosen = st.multiselect(
-                "Show verdicts", kinds, default=kinds, key=f"metrics_verdicts_{level}"
-            )
-            st.dataframe(table[table["verdict"].isin(chosen)], hide_index=True, width="stretch")
+        levels = list(results)
+        level = st.radio(
+            "Level",
+            levels,
+            index=failing_level(results),
+            horizontal=True,
+            key="metrics_verdict_level",
+        )
+        # The Failure lab's table: anomalies first, times in seconds since the level started.
+        render_verdicts(verdicts.get(level) or [], results[level], key=f"metrics_verdicts_{level}")
 
 
 def render_history(scenario: str, runs: list[dict[str, Any]], service: SparkService) -> None:

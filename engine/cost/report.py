@@ -11,7 +11,7 @@ from typing import Any
 
 from engine.cost import published
 from engine.cost.latency import LatencyRun
-from engine.cost.stats import Summary
+from engine.cost.stats import Steadiness, Summary, steadiness
 from engine.cost.throughput import ACKS1, BASELINE, Matrix, txn_label
 from engine.cost.yardsticks import (
     BARE,
@@ -54,6 +54,30 @@ def throughput_rows(matrix: Matrix) -> list[Row]:
                 )
             rows.append(row)
     return rows
+
+
+def quick_steadiness(matrix: Matrix, size: int = 1024) -> Steadiness:
+    """How well the rounds of a run agree at one message size (see `stats.steadiness`)."""
+    return steadiness({label: matrix.rates(label, size) for label in matrix.setups})
+
+
+def steadiness_text(judged: Steadiness) -> str:
+    """One plain sentence: can the room compare these setups, and if not, why not."""
+    setup, widest = judged.widest
+    if judged.comparable:
+        return (
+            f"The rounds agree: every setup's spread is within ±{widest:.0f}% (widest: {setup}), "
+            f"and every round ranks setups whose medians differ by more than {judged.limit:.0f}% "
+            "the same way; setups closer than that are level within the noise."
+        )
+    text = f"This quick run is too noisy to compare: spreads up to ±{widest:.0f}% ({setup})"
+    if judged.flips:
+        flip = judged.flips[0]
+        text += (
+            f", and {len(judged.flips)} time(s) a round ranked two setups against their medians "
+            f"(round {flip.round + 1}: {flip.slower} at least as fast as {flip.faster})"
+        )
+    return text + "."
 
 
 def _measured(summary: Summary | None, unit: str) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import random
 import statistics
 from collections.abc import Sequence
@@ -81,3 +82,62 @@ def schedule(labels: Sequence[str], rounds: int, seed: int = 0) -> list[tuple[in
         rng.shuffle(labels_now)
         order += [(index, label) for label in labels_now]
     return order
+
+
+def spread_pct(values: Sequence[float]) -> float:
+    """The farthest value from the median, in percent of the median: the "±" of min–max."""
+    middle = statistics.median(values)
+    if middle <= 0:
+        raise ValueError("the median must be positive")
+    return max(max(values) - middle, middle - min(values)) / middle * 100.0
+
+
+NOISE_LIMIT_PCT = 15.0  # beyond this, a quick run's differences are not shown as findings
+
+
+@dataclass(frozen=True)
+class Flip:
+    """A round that ranks two setups the other way round from their medians."""
+
+    faster: str  # by median
+    slower: str
+    round: int
+
+
+@dataclass(frozen=True)
+class Steadiness:
+    """Whether a run's rounds agree well enough to compare its setups."""
+
+    spreads: dict[str, float]  # setup -> ±% over the rounds
+    flips: tuple[Flip, ...]  # rounds that contradict a difference the medians claim
+    limit: float
+
+    @property
+    def widest(self) -> tuple[str, float]:
+        return max(self.spreads.items(), key=lambda item: item[1])
+
+    @property
+    def comparable(self) -> bool:
+        return self.widest[1] <= self.limit and not self.flips
+
+
+def steadiness(rates: dict[str, Sequence[float]], limit: float = NOISE_LIMIT_PCT) -> Steadiness:
+    """Judge a run from its measured rates (setup -> one rate per round, in round order).
+
+    A setup's spread is `spread_pct` of its rounds. Two setups whose medians differ by more
+    than `limit` percent are a claimed difference; a round in which the slower one was at
+    least as fast contradicts it. Setups closer than that are a tie, whatever their order.
+    """
+    if not rates or any(len(v) == 0 for v in rates.values()):
+        raise ValueError("need at least one round of every setup")
+    if len({len(v) for v in rates.values()}) != 1:
+        raise ValueError("need the same number of rounds for every setup")
+    medians = {label: statistics.median(v) for label, v in rates.items()}
+    flips = []
+    for faster, slower in itertools.permutations(rates, 2):
+        if overhead_pct(medians[faster], medians[slower]) <= limit:
+            continue
+        for index, (f, s) in enumerate(zip(rates[faster], rates[slower], strict=True)):
+            if s >= f:
+                flips.append(Flip(faster, slower, index))
+    return Steadiness({k: spread_pct(v) for k, v in rates.items()}, tuple(flips), limit)

@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from confluent_kafka import KafkaException, Producer
+from confluent_kafka import KafkaError, KafkaException, Producer
 
 from engine.cost.stats import Summary, paired_overhead, schedule, summarize
 from engine.errors import LabError
@@ -82,6 +82,7 @@ class Trial:
     failed: int
     seconds: float
     transactions: int = 0
+    warmup: int = 0  # untimed messages sent first into the same topic
 
     @property
     def msgs_per_s(self) -> float:
@@ -106,11 +107,14 @@ def produce_trial(
     *,
     extra: dict[str, Any] | None = None,
     timeout_s: float = 120.0,
+    warmup: int = 0,
 ) -> tuple[int, int, int, float, int]:
     """Send `count` messages; (sent, delivered, failed, seconds, transactions).
 
     This is the bare confluent_kafka loop: produce, serve delivery reports with poll(0), retry
-    on a full queue, and flush (or commit) at the end.
+    on a full queue, and flush (or commit) at the end. `warmup` messages go first, untimed and
+    not counted: connections, topic metadata and the producer id are then in place, which
+    otherwise cost a short trial a fixed delay that differs by setup.
     """
     conf: dict[str, Any] = {"bootstrap.servers": bootstrap, **setup.config, **(extra or {})}
     if setup.transactional:
@@ -130,6 +134,9 @@ def produce_trial(
     try:
         if setup.transactional:
             producer.init_transactions(30)
+        if warmup:
+            _warm_up(producer, topic, value, warmup, setup.transactional, timeout_s)
+        if setup.transactional:
             producer.begin_transaction()
         txn_s = (setup.txn_ms or 0) / 1000.0
         began = time.perf_counter()
@@ -166,6 +173,20 @@ def produce_trial(
             f"{timeout_s:.0f} s; the cluster is not keeping up. Check its status and run again."
         )
     return sent, delivered, failed, seconds, transactions
+
+
+def _warm_up(
+    producer: Producer, topic: str, value: bytes, count: int, transactional: bool, timeout_s: float
+) -> None:
+    """Send `count` messages and wait for them (in one committed transaction if transactional)."""
+    if transactional:
+        producer.begin_transaction()
+    for _ in range(count):
+        producer.produce(topic, value)
+    if transactional:
+        producer.commit_transaction(timeout_s)
+    if producer.flush(timeout_s):
+        raise KafkaException(KafkaError(KafkaError._TIMED_OUT, "warm-up messages not delivered"))
 
 
 @dataclass
@@ -224,6 +245,7 @@ def run_matrix(
     rounds: int,
     chosen: Sequence[Setup] | None = None,
     partitions: int = 3,
+    warmup: int = 0,
     keep_topics: bool = False,
     seed: int = 0,
     progress: Progress | None = None,
@@ -247,9 +269,11 @@ def run_matrix(
         report(f"round {round_no + 1}/{rounds}: {label}, {size} B", index / len(order))
         topic = new_topic(direct, "cost-tp", partitions, replication)
         sent, delivered, failed, seconds, txns = produce_trial(
-            client, topic, setup, size, counts[size]
+            client, topic, setup, size, counts[size], warmup=warmup
         )
-        trials.append(Trial(label, size, round_no, topic, sent, delivered, failed, seconds, txns))
+        trials.append(
+            Trial(label, size, round_no, topic, sent, delivered, failed, seconds, txns, warmup)
+        )
         if not keep_topics:
             delete_topics(direct, [topic])
     report("done", 1.0)
@@ -260,6 +284,7 @@ def run_matrix(
             "replication": replication,
             "partitions": partitions,
             "rounds": rounds,
+            "warm-up messages per trial": warmup,
             "messages per trial": {str(k): v for k, v in counts.items() if k in sizes},
             "bootstrap": "proxied" if client != direct else "direct",
         },

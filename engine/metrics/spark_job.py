@@ -46,6 +46,7 @@ from pyspark.sql import types as T
 from engine import record
 from engine.checker import LATENCY_DEFINITION
 from engine.errors import LabError
+from engine.metrics.buckets import bucket_width, width_sql
 
 if TYPE_CHECKING:
     from engine.metrics.session import Progress
@@ -71,7 +72,8 @@ __all__ = [
 THROUGHPUT_DEFINITION = (
     "Throughput counts the messages whose latency was measured (delivered and seen by the "
     "sink), from the creation of the first of them to the sink's first sight of the last "
-    "one; per_second[k] is how many the sink saw first in second k of that window."
+    "one; per_bucket[k] is how many the sink saw first in the k-th bucket of bucket_s "
+    "seconds of that window, a width chosen from the window's length (engine.metrics.buckets)."
 )
 
 # The columns of Spark's Kafka source that the job uses, with the source's own types.
@@ -488,7 +490,7 @@ def _summary_sql() -> str:
     max(1, ceil(q / 100.0 * n)) of the sorted latencies, for q = 0..100. A row of rank r
     is kept when some q maps to r; that q lies within one of floor(100 r / n) (the double
     arithmetic is Python's, so the check is exact), so three candidates are tried per row.
-    The rank and per-second branches read one shuffle of the timed rows by level.
+    The rank and per-bucket branches read one shuffle of the timed rows by level.
     """
     ledger = "in_ledger"
     lat = "latency_ms"
@@ -520,6 +522,7 @@ def _summary_sql() -> str:
         return f"greatest(1, ceil(CAST({q} AS DOUBLE) / 100.0D * CAST(n AS DOUBLE)))"
 
     candidate = "CAST(floor(100.0D * CAST(rn AS DOUBLE) / CAST(n AS DOUBLE)) AS INT)"
+    width = width_sql("finish - start")  # the level's window: min(created_at)..max(consumed_at)
     wanted = " OR ".join(
         f"(q{k} BETWEEN 0 AND 100 AND {rank_of(f'q{k}')} = rn)" for k in ("0", "1", "2")
     )
@@ -535,9 +538,10 @@ WITH timed AS (
                    row_number() OVER (PARTITION BY level ORDER BY {lat}) AS rn,
                    count(1) OVER (PARTITION BY level) AS n
             FROM timed))
-), seconds AS (
-    SELECT level, floor(consumed_at - start) AS second FROM (
-        SELECT level, consumed_at, min(created_at) OVER (PARTITION BY level) AS start
+), buckets AS (
+    SELECT level, floor((consumed_at - start) / {width}) AS bucket FROM (
+        SELECT level, consumed_at, min(created_at) OVER (PARTITION BY level) AS start,
+               max(consumed_at) OVER (PARTITION BY level) AS finish
         FROM timed)
 )
 SELECT 'counts' AS what, level, CAST(NULL AS BIGINT) AS key, CAST(NULL AS DOUBLE) AS value,
@@ -546,7 +550,7 @@ FROM {{facts}} GROUP BY level
 UNION ALL
 SELECT 'rank', level, rn, {lat}, NULL FROM ranked WHERE {wanted}
 UNION ALL
-SELECT 's', level, second, CAST(count(1) AS DOUBLE), NULL FROM seconds GROUP BY level, second
+SELECT 'b', level, bucket, CAST(count(1) AS DOUBLE), NULL FROM buckets GROUP BY level, bucket
 """
 
 
@@ -600,14 +604,14 @@ def _summarise(
     """
     counts: dict[str, dict[str, Any]] = {}
     ranked: dict[str, dict[int, float]] = {}
-    per_second: dict[str, dict[int, int]] = {s.level: {} for s in levels}
+    per_bucket: dict[str, dict[int, int]] = {s.level: {} for s in levels}
     for r in _sql(facts.sparkSession, _summary_sql(), facts=facts).collect():
         if r["what"] == "counts":
             counts[r["level"]] = r["counts"].asDict()
         elif r["what"] == "rank":
             ranked.setdefault(r["level"], {})[r["key"]] = r["value"]
         else:
-            per_second[r["level"]][r["key"]] = int(r["value"])
+            per_bucket[r["level"]][r["key"]] = int(r["value"])
     distribution: dict[str, dict[int, float]] = {s.level: {} for s in levels}
     for level, c in counts.items():
         n = c["latency_count"] or 0
@@ -649,11 +653,12 @@ def _summarise(
             ],
             "throughput": {
                 "messages": seen,
-                # Epoch seconds of second 0 of per_second, to line it up with the faults.
+                # Epoch seconds of bucket 0 of per_bucket, to line it up with the faults.
                 "window_start": c["window_start"] if seen else None,
                 "window_s": None if window is None else round(window, 3),
                 "messages_per_s": round(seen / window, 2) if window else None,
-                "per_second": _dense(per_second[spec.level]),
+                "bucket_s": None if window is None else bucket_width(window),
+                "per_bucket": _dense(per_bucket[spec.level]),
             },
         }
     return results
@@ -669,7 +674,7 @@ def _share(part: int, whole: int) -> float:
 
 
 def _dense(counts: Mapping[int, int]) -> list[int]:
-    """{second: n} -> [n for second 0, 1, ...], with the empty seconds as 0."""
+    """{bucket: n} -> [n for bucket 0, 1, ...], with the empty buckets as 0."""
     if not counts:
         return []
     return [counts.get(k, 0) for k in range(max(counts) + 1)]

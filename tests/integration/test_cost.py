@@ -50,6 +50,7 @@ def test_every_setup_delivers_its_messages_and_gets_a_rate(cluster1):
         sizes=[100, 1024],
         counts={100: 400, 1024: 300},
         rounds=2,
+        warmup=20,
         keep_topics=True,
     )
     labels = [s.label for s in setups()]
@@ -58,7 +59,16 @@ def test_every_setup_delivers_its_messages_and_gets_a_rate(cluster1):
     for trial in m.trials:
         assert trial.delivered == trial.sent == {100: 400, 1024: 300}[trial.size], trial
         assert trial.failed == 0 and trial.msgs_per_s > 0 and trial.mib_per_s > 0
-        assert count_in_topic(direct, trial.topic) == trial.delivered, trial
+        # The untimed warm-up messages are in the topic too, and in no rate.
+        assert trial.warmup == 20
+        stored = count_in_topic(direct, trial.topic)
+        if trial.setup == "at-most-once (acks=0)":
+            # No broker answers acks=0: the client reports a message delivered once it is on
+            # the socket, and the broker may still drop it (7 of 420, and once all of them,
+            # in 3 runs of this test): at most once is all that acks=0 promises.
+            assert stored <= trial.delivered + trial.warmup, trial
+        else:
+            assert stored == trial.delivered + trial.warmup, trial
         if "transactional" in trial.setup:
             assert trial.transactions >= 1
     for size in (100, 1024):
@@ -110,9 +120,10 @@ def test_yardsticks_each_send_everything(cluster1):
 
 
 def test_the_quick_run_fits_the_page(cluster1):
-    result = run_quick(cluster1, messages=300, rounds=1)
+    result = run_quick(cluster1, messages=300, rounds=1, warmup=30)
     assert result.matrix.sizes == [1024]
     assert result.latency.txn_lengths() == [100]
     assert result.yardsticks is not None
     assert set(result.yardsticks.rates) == {BARE, ENGINE_BATCH, BARE_PROXY}
     assert result.conditions["nodes"] == 1
+    assert all(t.warmup == 30 and t.delivered == 300 for t in result.matrix.trials)

@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from engine.checker import StoredRecord, check, percentile
+from engine.metrics.buckets import bucket_width
 from engine.metrics.spark_job import PERCENTILES, PRODUCER_PROCS, LevelSpec
 from engine.roles.common import parse_value
 
@@ -105,7 +106,10 @@ def judge_level(
     )
     latencies, created, consumed = _latencies(ledger, events, at_level)
     window = (max(consumed) - min(created)) if latencies else None
-    per_second: Counter[int] = Counter(math.floor(c - min(created)) for c in consumed)
+    width = bucket_width(window) if window is not None else None
+    per_bucket: Counter[int] = Counter(
+        math.floor((c - min(created)) / width) for c in consumed if width is not None
+    )
     result = {
         "sink_topic": spec.topic,
         "isolation": spec.isolation,
@@ -129,8 +133,9 @@ def judge_level(
             "window_start": min(created) if latencies else None,
             "window_s": None if window is None else round(window, 3),
             "messages_per_s": round(len(latencies) / window, 2) if window else None,
-            "per_second": [per_second.get(k, 0) for k in range(max(per_second) + 1)]
-            if per_second
+            "bucket_s": width,
+            "per_bucket": [per_bucket.get(k, 0) for k in range(max(per_bucket) + 1)]
+            if per_bucket
             else [],
         },
     }

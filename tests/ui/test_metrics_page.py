@@ -64,6 +64,20 @@ def test_metrics_page_charts_what_spark_read_from_kafka(monkeypatch, ack_loss_ru
     assert len(charts) >= 3, "rates, latency distribution and throughput are drawn"
     assert any("Spark read **Kafka at" in c.value for c in at.caption)
 
+    # Throughput over time in buckets sized to the run: a few-second level gets many bars.
+    figure = next(json.loads(c.proto.spec) for c in charts if "messages per" in c.proto.spec)
+    for trace in figure["data"]:
+        level = trace["name"]
+        tp = saved["results"][level]["throughput"]
+        assert trace["width"] == pytest.approx(0.9 * tp["bucket_s"]) and tp["bucket_s"] < 1.0
+        assert trace["y"] == tp["per_bucket"] and sum(trace["y"]) == tp["messages"]
+        assert len(trace["y"]) >= 5, (level, tp)
+
+    # The verdict table: the Failure lab's columns and order, times in seconds since the start.
+    table = next(d.value for d in at.dataframe if "verdict" in d.value.columns)
+    assert list(table.columns[:3]) == ["id", "verdict", "copies"]
+    assert table["first seen (s)"].dropna().between(0, 600).all()
+
 
 def test_a_run_whose_cluster_is_gone_is_computed_from_its_record(monkeypatch, ack_loss_run):
     """A run copied from another machine: Kafka does not hold it, its folder still does."""

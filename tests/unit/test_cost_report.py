@@ -77,7 +77,7 @@ def test_claims_are_shown_beside_the_measurement_with_both_conditions():
     assert by_key["read_committed_delay"]["measured here"] == "64 ms"
     assert "100 ms" in by_key["eos_vs_alo"]["their conditions"]
     assert "1 KB" in by_key["eos_vs_alo"]["their conditions"]
-    assert by_key["eos_vs_alo_course"]["source"] == "course page, seed 003"
+    assert by_key["eos_vs_alo_course"]["source"] == published.COURSE_TXN
     # Without a run, the claims still show, and say nothing was measured.
     empty = report.claim_rows(None, None)
     assert all(r["measured here"] == "not measured in this run" for r in empty)

@@ -15,6 +15,8 @@ from engine.cost.stats import (
     paired_ratio,
     percentile,
     schedule,
+    spread_pct,
+    steadiness,
     summarize,
 )
 
@@ -81,3 +83,44 @@ def test_schedule_changes_the_order_between_rounds_and_is_repeatable():
     firsts = {label for r, label in order if order.index((r, label)) % 7 == 0}
     assert len(firsts) > 1, "the same setup should not always run first"
     assert schedule(labels, 5, seed=0) == order
+
+
+def test_spread_is_the_farthest_round_from_the_median():
+    assert spread_pct([90.0, 100.0, 130.0]) == pytest.approx(30.0)
+    assert spread_pct([80.0, 100.0, 105.0]) == pytest.approx(20.0)
+    assert spread_pct([100.0]) == 0.0
+
+
+def test_a_steady_run_is_comparable_and_ties_are_not_contradictions():
+    judged = steadiness(
+        {
+            "acks=1": [100.0, 104.0, 98.0],
+            "acks=all": [103.0, 99.0, 101.0],  # within 15% of acks=1: a tie, either order
+            "transactional": [60.0, 62.0, 58.0],
+        }
+    )
+    assert judged.comparable
+    assert judged.flips == ()
+    assert judged.widest == ("acks=1", pytest.approx(4.0))
+
+
+def test_a_wide_spread_makes_the_run_too_noisy():
+    judged = steadiness({"a": [100.0, 150.0, 90.0], "b": [50.0, 52.0, 51.0]})
+    assert not judged.comparable
+    assert judged.widest == ("a", pytest.approx(50.0))
+    assert judged.flips == ()
+
+
+def test_a_round_against_the_medians_order_is_a_flip():
+    # Every spread is within 15%, but round 2 ranks b above a although b's median is 20% lower.
+    judged = steadiness({"a": [100.0, 100.0, 88.0], "b": [80.0, 80.0, 90.0]})
+    assert judged.widest[1] <= 15.0
+    assert [(f.faster, f.slower, f.round) for f in judged.flips] == [("a", "b", 2)]
+    assert not judged.comparable
+
+
+def test_steadiness_needs_the_same_rounds_for_every_setup():
+    with pytest.raises(ValueError):
+        steadiness({"a": [1.0, 2.0], "b": [1.0]})
+    with pytest.raises(ValueError):
+        steadiness({})
