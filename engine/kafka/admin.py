@@ -115,7 +115,8 @@ def create_topic(
     """
     admin = admin_client(bootstrap)
     topic = (
-        NewTopic(name, replica_assignment=replica_assignment, config=config or {})
+        # librdkafka wants the partition count with an assignment, and no replication factor.
+        NewTopic(name, partitions, replica_assignment=replica_assignment, config=config or {})
         if replica_assignment
         else NewTopic(name, partitions, replication, config=config or {})
     )

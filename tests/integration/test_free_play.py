@@ -31,6 +31,7 @@ def watch_of(session: FreePlay) -> RunWatch:
 
 
 def wait_until(
+    session: FreePlay,
     watch: RunWatch,
     holds: Callable[[dict[str, LevelSnapshot]], bool],
     what: str,
@@ -39,6 +40,7 @@ def wait_until(
     """Poll the live view's data until `holds` is true of every level's snapshot."""
     deadline = time.monotonic() + timeout
     while True:
+        assert session.error is None, session.error  # a session that failed says why
         snapshots = {s.level: s for s in watch.poll()}
         if len(snapshots) == len(watch.levels) and holds(snapshots):
             return snapshots
@@ -61,23 +63,27 @@ def test_each_strike_is_the_real_fault_in_every_level_and_the_counts_move(cluste
     session = FreePlay(cluster1, settings).start()
     watch = watch_of(session)
     try:
-        wait_until(watch, every(lambda s: s.seen >= 5), "the stream reaches every sink")
+        wait_until(session, watch, every(lambda s: s.seen >= 5), "the stream reaches every sink")
         with pytest.raises(FreePlayError, match="3-node cluster"):
             session.strike("kill-leader")
 
-        before = wait_until(watch, every(lambda s: s.acked >= 10), "acks in every level")
+        before = wait_until(session, watch, every(lambda s: s.acked >= 10), "acks in every level")
         session.strike("drop-ack")
         after_drop = wait_until(
+            session,
             watch,
             every(lambda s: says(s, "ack of a Produce request dropped")),
             "the proxy dropped an ack in every level",
         )
         assert says(after_drop["at-least-once"], "drop the ack of producer's Produce request #1")
         # No retries at at-most-once: the producer reports the write failed (it was stored).
-        wait_until(watch, lambda s: s["at-most-once"].failed == 1, "at-most-once's failure")
+        wait_until(
+            session, watch, lambda s: s["at-most-once"].failed == 1, "at-most-once's failure"
+        )
 
         session.strike("kill-processor")
         killed = wait_until(
+            session,
             watch,
             every(
                 lambda s: (
@@ -89,6 +95,7 @@ def test_each_strike_is_the_real_fault_in_every_level_and_the_counts_move(cluste
         )
         # The replacement carries on: outputs keep coming in every level.
         wait_until(
+            session,
             watch,
             lambda s: all(s[lv].outputs > killed[lv].outputs + 5 for lv in LEVELS),
             "outputs after the kill",
@@ -96,6 +103,7 @@ def test_each_strike_is_the_real_fault_in_every_level_and_the_counts_move(cluste
 
         session.strike("freeze-processor")
         wait_until(
+            session,
             watch,
             every(
                 lambda s: (
@@ -107,9 +115,13 @@ def test_each_strike_is_the_real_fault_in_every_level_and_the_counts_move(cluste
         )
         session.strike("wake-processor")
         woke = wait_until(
-            watch, every(lambda s: says(s, "processor#2 woke (SIGCONT)")), "the zombie woken"
+            session,
+            watch,
+            every(lambda s: says(s, "processor#2 woke (SIGCONT)")),
+            "the zombie woken",
         )
         wait_until(
+            session,
             watch,
             lambda s: all(s[lv].seen > woke[lv].seen + 5 for lv in LEVELS),
             "the sinks see more after the wake",
@@ -152,3 +164,51 @@ def test_free_play_stops_by_itself_at_its_time_limit(cluster1):
     assert 5 <= result["sent"] <= settings.messages
     assert result["lost"] == 0 and result["duplicates"] == 0
     assert record.load_run(session.run_id)["meta"]["status"] == "complete"
+
+
+def test_killing_the_partition_leader_strikes_every_level_and_the_broker_comes_back(cluster3):
+    levels = ("at-least-once", "exactly-once")
+    settings = FreePlaySettings(
+        levels=levels, rate=10, time_limit_s=120, broker_faults=True, restart_after_s=8
+    )
+    session = FreePlay(cluster3, settings).start()
+    watch = watch_of(session)
+    try:
+        wait_until(
+            session, watch, every(lambda s: s.seen >= 5), "the stream reaches every sink", 90
+        )
+        leader = session.cluster.leader_of(session.levels[0].run.input_topic)
+        session.strike("kill-leader")
+        killed = wait_until(
+            session,
+            watch,
+            every(lambda s: says(s, f"broker node {leader} killed (the leader)")),
+            "the leader of every level's partition killed",
+        )
+        # It restarts by itself after the stated delay, and the stream flows on.
+        wait_until(
+            session,
+            watch,
+            every(lambda s: says(s, f"node(s) {leader} restarted")),
+            "the killed broker restarted",
+        )
+        wait_until(
+            session,
+            watch,
+            lambda s: all(s[lv].seen > killed[lv].seen + 10 for lv in levels),
+            "the sinks see more after the failover",
+            90,
+        )
+        session.stop()
+        assert session.wait(120), session.stage
+    finally:
+        session.stop()
+        session.wait(120)
+    assert session.error is None, session.error
+    assert session.killed_node is None
+    assert leader in cluster3.node_ids and cluster3.status().reachable
+    results = session.output["results"]
+    # acks=all with min.insync.replicas=2: nothing acknowledged is lost when the leader dies.
+    assert results["at-least-once"]["lost"] == 0
+    assert results["exactly-once"]["lost"] == 0
+    assert results["exactly-once"]["duplicates"] == 0
