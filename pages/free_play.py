@@ -90,16 +90,20 @@ running = session is not None and session.active
 def settings_form() -> FreePlaySettings:
     """The session's settings; the application's choices are labelled as such."""
     leader_refused = broker_faults_refused(cluster) if cluster is not None else None
-    with st.expander("Settings", expanded=not running):
+    if leader_refused is not None:
+        st.session_state["fp_brokers"] = False  # ticked before the cluster was known
+    # Open until a session starts; the results of the last one come first after it.
+    with st.expander("Settings", expanded=session is None):
         left, middle, right = st.columns(3)
         levels = left.multiselect(
-            "Levels", list(LEVELS), default=list(CORE_LEVELS), key="fp_levels"
+            "Levels", list(LEVELS), default=list(CORE_LEVELS), key="fp_levels", disabled=running
         )
         rate = middle.slider(
             "Messages per second, per level",
             *map(int, RATE_BOUNDS),
             value=10,
             key="fp_rate",
+            disabled=running,
         )
         limit = right.slider(
             "Stops by itself after (s)",
@@ -107,18 +111,20 @@ def settings_form() -> FreePlaySettings:
             value=60,
             step=10,
             key="fp_limit",
+            disabled=running,
         )
         replace_frozen = left.checkbox(
             "Start a replacement when the processor freezes",
             value=True,
             key="fp_replace",
+            disabled=running,
             help="The application's choice, as an orchestrator that gives up on a stalled "
             "instance would: the frozen one becomes a zombie when it wakes.",
         )
         broker_faults = middle.checkbox(
             "Allow killing the partition leader",
             value=leader_refused is None,
-            disabled=leader_refused is not None,
+            disabled=leader_refused is not None or running,
             key="fp_brokers",
             help="Every topic is then replicated on 3 nodes (min.insync.replicas=2), and free "
             "play has the cluster alone: other runs wait until it ends.",
@@ -128,7 +134,7 @@ def settings_form() -> FreePlaySettings:
             *map(int, RESTART_BOUNDS),
             value=12,
             key="fp_restart",
-            disabled=not broker_faults,
+            disabled=not broker_faults or running,
             help="After the controller has noticed the dead broker (6 s) and moved leadership.",
         )
         if leader_refused:
@@ -168,14 +174,13 @@ def start(settings: FreePlaySettings) -> None:
     # The watch follows the session's folder from its first line; it lives with the session.
     st.session_state[WATCH] = RunWatch(new.folder, list(settings.levels), proxy_events=proxy)
     st.session_state[SESSION] = new.start()
+    st.rerun()  # the page again, with the settings closed and the live panel open
 
 
 settings = settings_form()
 left, right = st.columns([1, 4])
 if left.button("▶ Start free play", type="primary", disabled=running or cluster is None):
     start(settings)
-    session = st.session_state.get(SESSION)
-    running = session is not None
 if cluster is None:
     right.info("The cluster is not ready yet; its progress shows in the sidebar.")
 
@@ -203,10 +208,8 @@ def strike_buttons(live: FreePlay) -> None:
         due = max(0.0, live.restart_due - time.time())
         st.caption(f"🔌 Node {live.killed_node} is down; it restarts by itself in {due:.0f} s.")
     elif not live.settings.broker_faults:
-        st.caption(
-            "🔌 Killing the partition leader: "
-            + (broker_faults_refused(live.cluster) or "not allowed in this session's settings.")
-        )
+        why = broker_faults_refused(live.cluster)
+        st.caption(f"🔌 {why or 'Killing the partition leader is off in these settings.'}")
 
 
 @st.fragment(run_every=REFRESH_S)

@@ -96,19 +96,23 @@ def grew(before: dict[str, int], by: int = 1) -> Callable[[dict[str, int]], bool
 def strike(tab, label: str, fault_line: str) -> None:
     """Click a button and wait until the live view shows the fault, read from the history."""
     tab.get_by_role("button", name=label).click()
-    expect(tab.get_by_text(fault_line).first).to_be_visible()
+    expect(tab.get_by_text(fault_line).filter(visible=True).first).to_be_visible()
 
 
 def test_free_play_strikes_each_fault_and_the_counts_change(tab, dashboard):
     tab.goto(f"{dashboard}/free_play")
     tab.get_by_role("heading", name="Free play").wait_for()
     tab.get_by_text("node 1: running").wait_for(timeout=180_000)
+    # The longest time limit: on a busy machine the clicks below must not outlast the stream.
+    limit = tab.locator("[data-testid='stSlider']", has_text="Stops by itself after")
+    limit.get_by_role("slider").press("End")
+    expect(limit.get_by_role("slider")).to_have_value("300")
     tab.get_by_role("button", name="▶ Start free play").click()
     sent = wait_for_counts(tab, "Sent by the producer", lambda c: min(c.values()) >= 10)
 
     # 1 node: the leader cannot be killed, and the page says why.
     expect(tab.get_by_role("button", name="🔌 Kill the partition leader")).to_be_disabled()
-    expect(tab.get_by_text("needs a 3-node cluster").first).to_be_visible()
+    expect(tab.get_by_text("needs a 3-node cluster").filter(visible=True).first).to_be_visible()
 
     strike(tab, "📉 Drop the next ack", "ack of a Produce request dropped")
     # At-most-once does not retry: its producer reports the stored write as failed.
@@ -116,7 +120,8 @@ def test_free_play_strikes_each_fault_and_the_counts_change(tab, dashboard):
 
     outputs = counts(tab, "Outputs written")
     strike(tab, "💀 Kill the processor", "processor killed (SIGKILL)")
-    expect(tab.get_by_text("processor#2 started (a replacement)").first).to_be_visible()
+    replaced = tab.get_by_text("processor#2 started (a replacement)")
+    expect(replaced.filter(visible=True).first).to_be_visible()
     wait_for_counts(tab, "Outputs written", grew(outputs, 5))
 
     strike(tab, "🧊 Freeze the processor", "processor#2 frozen (SIGSTOP)")
