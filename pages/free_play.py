@@ -229,10 +229,12 @@ def live_panel() -> None:
     right.caption(f"run `{live.run_id}`")
     strike_buttons(live)
     snapshots = watch.poll()
+    # The counts and what the buttons did, side by side: both in the projector's first screen.
+    table, notices = st.columns([3, 2])
     if snapshots:
-        st.table(counts_table(snapshots))
+        table.table(counts_table(snapshots))
     if live.notices:
-        st.markdown("\n".join(f"- {n.text}" for n in live.notices[-6:]))
+        notices.markdown("\n".join(f"- {n.text}" for n in live.notices[-7:]))
     LiveView(st.container(), list(live.settings.levels), "producer").draw(snapshots, live.stage)
 
 
