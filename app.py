@@ -23,6 +23,7 @@ navigation = st.navigation(
     [
         st.Page("pages/home.py", title="Guarantees", icon="🛡️", default=True),
         st.Page("pages/failure_lab.py", title="Failure lab", icon="💥"),
+        st.Page("pages/free_play.py", title="Free play", icon="🎮"),
         st.Page("pages/metrics.py", title="Metrics", icon="📊"),
         st.Page("pages/cost.py", title="Cost of guarantees", icon="💰"),
         st.Page("pages/zombie.py", title="Zombie fencing", icon="🧟"),

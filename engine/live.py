@@ -94,6 +94,8 @@ def nemesis_text(event: dict[str, Any]) -> str:
         "latency": f"network latency set to {event.get('ms')} ms",
         "reset-connections": f"{event.get('connections')} connection(s) reset",
         "kill-leader": f"broker node {event.get('node')} killed (the leader)",
+        "kill-node": f"broker node {event.get('node')} killed (this level's leader was node "
+        f"{event.get('leader')})",
         "pause-followers": f"follower node(s) {nodes} frozen",
         "resume-nodes": f"node(s) {nodes} resumed",
         "restart-nodes": f"node(s) {nodes} restarted",

@@ -89,6 +89,9 @@ class Nemesis:
         self.proxy_rules: list[int] = []
         self.proxy_wide = False
         self.stopped_at: dict[str, dict[str, Any]] = {}  # role -> its failpoint_reached event
+        # Processes this nemesis froze and has not woken yet: a `resume` fault or heal() wakes
+        # them (the live-instance look-up skips frozen processes, so it cannot find them).
+        self.frozen: list[RoleProcess] = []
 
     @property
     def done(self) -> bool:
@@ -191,10 +194,12 @@ class Nemesis:
         elif kind == "pause":
             self._pause(fault)
         elif kind == "resume":
-            process = self.ctx.processes(fault.target or "processor")
-            if process is not None:
-                process.resume()
-                self.record("resume", target=process.name)
+            target = fault.target or "processor"
+            frozen = [p for p in self.frozen if p.base == target]
+            if not frozen:
+                self.record("resume-skipped", target=target, reason="nothing of it is frozen")
+            for process in frozen:
+                self._wake(process)
         elif kind == "kill-leader":
             leader = self.ctx.cluster.leader_of(self.ctx.topic)
             self.ctx.cluster.kill_node(leader)
@@ -246,6 +251,7 @@ class Nemesis:
             self.record("pause-skipped", target=target, reason="no live instance")
             return
         process.pause()  # stopped already at an armed point: this only marks it paused
+        self.frozen.append(process)
         self.record(
             "pause", target=process.name, pid=process.pid, signal="SIGSTOP", **self._point(fault)
         )
@@ -254,10 +260,16 @@ class Nemesis:
         if fault.duration_s:
 
             def wake(p: RoleProcess = process) -> None:
-                p.resume()
-                self.record("resume", target=p.name, pid=p.pid, signal="SIGCONT")
+                if p in self.frozen:  # not woken already by a `resume` fault
+                    self._wake(p)
 
             self.timed_resumes.append((time.time() + fault.duration_s, wake))
+
+    def _wake(self, process: RoleProcess) -> None:
+        """SIGCONT a process this nemesis froze, and record it."""
+        self.frozen.remove(process)
+        process.resume()
+        self.record("resume", target=process.name, pid=process.pid, signal="SIGCONT")
 
     def heal(self) -> None:
         """Undo what is still in force, so the next level starts on a healthy cluster."""
@@ -273,6 +285,8 @@ class Nemesis:
         for _, action in self.timed_resumes:
             action()
         self.timed_resumes.clear()
+        for process in list(self.frozen):  # frozen with no timed wake: woken here
+            self._wake(process)
         for node in sorted(self.paused_nodes):
             self.ctx.cluster.resume_node(node)
         for node in sorted(self.killed_nodes):

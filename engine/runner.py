@@ -202,10 +202,19 @@ class LevelRun:
         return "resend-unacked"
 
     # ---- the run -----------------------------------------------------------------------
-    def run(self, progress: Callable[[str], None]) -> dict[str, Any]:
+    def prepare(self, progress: Callable[[str], None], *, leader: int | None = None) -> None:
+        """Create the level's topics and start its sink: how every run of a level begins.
+
+        `leader` puts that node first in every partition's replica list, so it leads them all
+        (free play kills "the leader" of every level's topics at once).
+        """
         sc, workload = self.scenario, self.scenario.workload
         direct = self.cluster.direct_bootstrap
         progress(f"{self.level.title}: creating topics")
+        assignment = None
+        if leader is not None:
+            others = [n for n in self.cluster.node_ids if n != leader][: sc.replication - 1]
+            assignment = [[leader, *others]] * workload.partitions
         for topic in {self.input_topic, self.judged_topic}:
             admin.create_topic(
                 direct,
@@ -213,6 +222,7 @@ class LevelRun:
                 partitions=workload.partitions,
                 replication=sc.replication,
                 config=sc.topic_config,
+                replica_assignment=assignment,
             )
         self.start_role(
             "sink",
@@ -228,17 +238,12 @@ class LevelRun:
                 "dedup_store": self.dedup_store(),
             },
         )
-        if sc.pipeline == "processor":
-            progress(f"{self.level.title}: writing {len(self.ledger)} input messages")
-            source = self.start_role(
-                "source", "producer", self.producer_spec(self.ledger, clean=True)
-            )
-            if not source.wait(sc.timeout_s):
-                raise RunFailed(f"the input producer did not finish within {sc.timeout_s:.0f}s")
 
-        self.started_at = time.time()
-        nemesis = Nemesis(
-            list(sc.faults),
+    def new_nemesis(self, faults: list[Fault]) -> Nemesis:
+        """A nemesis for this level: its topic, its clients' ids, its processes, its history."""
+        sc = self.scenario
+        return Nemesis(
+            faults,
             NemesisContext(
                 cluster=self.cluster,
                 topic=self.judged_topic if sc.pipeline == "producer" else self.input_topic,
@@ -249,6 +254,20 @@ class LevelRun:
                 started_at=self.started_at,
             ),
         )
+
+    def run(self, progress: Callable[[str], None]) -> dict[str, Any]:
+        sc = self.scenario
+        self.prepare(progress)
+        if sc.pipeline == "processor":
+            progress(f"{self.level.title}: writing {len(self.ledger)} input messages")
+            source = self.start_role(
+                "source", "producer", self.producer_spec(self.ledger, clean=True)
+            )
+            if not source.wait(sc.timeout_s):
+                raise RunFailed(f"the input producer did not finish within {sc.timeout_s:.0f}s")
+
+        self.started_at = time.time()
+        nemesis = self.new_nemesis(list(sc.faults))
         nemesis.tick()  # faults at 0 s are in place before the first message
         if sc.pipeline == "producer":
             self.start_role("producer", "producer", self.producer_spec(self.ledger))
@@ -259,7 +278,7 @@ class LevelRun:
             self._drive(nemesis)
         finally:
             nemesis.heal()
-        return self._finish(progress)
+        return self.finish(progress)
 
     def _drive(self, nemesis: Nemesis) -> None:
         tails: dict[Path, Tail] = {}
@@ -272,9 +291,9 @@ class LevelRun:
             if proxy_tail is not None:
                 nemesis.observe(self._our_proxy_events(proxy_tail.read_new()))
             nemesis.tick()
-            if nemesis.pending and self._clients_finished():
+            if nemesis.pending and self.clients_finished():
                 nemesis.drop_unreachable()
-            if nemesis.done and self._clients_finished():
+            if nemesis.done and self.clients_finished():
                 return
             if time.time() > deadline:
                 raise RunFailed(
@@ -294,7 +313,7 @@ class LevelRun:
             and (e.get("client_id") or "").startswith(ours)
         ]
 
-    def _clients_finished(self) -> bool:
+    def clients_finished(self) -> bool:
         if self.scenario.pipeline == "producer":
             return not any(p.alive() for p in self.processes if p.base == "producer")
         processors = [p for p in self.processes if p.base == "processor" and p.alive()]
@@ -328,7 +347,8 @@ class LevelRun:
         finally:
             consumer.close()
 
-    def _finish(self, progress: Callable[[str], None]) -> dict[str, Any]:
+    def finish(self, progress: Callable[[str], None]) -> dict[str, Any]:
+        """Read the judged topic back, stop everyone, judge every message, write the files."""
         progress(f"{self.level.title}: reading the topic back")
         direct = self.cluster.direct_bootstrap
         partitions = self.scenario.workload.partitions

@@ -106,13 +106,21 @@ def create_topic(
     replication: int = 1,
     config: dict[str, str] | None = None,
     timeout: float = 30.0,
+    replica_assignment: list[list[int]] | None = None,
 ) -> None:
-    """Create a topic and wait until every partition has a leader."""
+    """Create a topic and wait until every partition has a leader.
+
+    `replica_assignment` (one list of node ids per partition, the preferred leader first)
+    places the replicas instead of letting the controller choose.
+    """
     admin = admin_client(bootstrap)
-    futures = admin.create_topics(
-        [NewTopic(name, partitions, replication, config=config or {})],
-        operation_timeout=timeout,
+    topic = (
+        # librdkafka wants the partition count with an assignment, and no replication factor.
+        NewTopic(name, partitions, replica_assignment=replica_assignment, config=config or {})
+        if replica_assignment
+        else NewTopic(name, partitions, replication, config=config or {})
     )
+    futures = admin.create_topics([topic], operation_timeout=timeout)
     futures[name].result(timeout=timeout)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

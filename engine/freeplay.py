@@ -1,0 +1,450 @@
+"""Free play: a steady stream through every chosen level at once, and faults struck by hand.
+
+Each level runs the processor pipeline of the scenarios (engine.runner.LevelRun): a producer
+with the level's own settings writes a steady stream into the level's input topic, the
+processor reads it in the level's commit mode and writes the output topic, and the sink
+reads that at the level's isolation. All levels run at the same time, each with its own
+topics, clients and client ids, so one button strikes every level at the same moment.
+
+A strike is the real fault, fired through each level's Nemesis and recorded in its
+nemesis.jsonl, where engine.live reads it as it does for a scenario:
+
+- drop the next ack: the fault proxy forwards the producer's next Produce request and drops
+  the broker's answer, then resets the connection;
+- kill the processor: SIGKILL; a replacement starts at once (the application's choice: a
+  supervisor that restarts a crashed service);
+- freeze the processor: SIGSTOP; optionally a replacement starts while it is frozen (the
+  application's choice: an orchestrator that gives up on a stalled instance), and the
+  frozen one becomes a zombie when it is woken (SIGCONT);
+- kill the partition leader (3 nodes): SIGKILL of the broker JVM that leads every level's
+  partitions; it is restarted after a stated delay, or at once with a button.
+
+The session stops by itself at its time limit (or when asked), stops the stream, lets the
+processors catch up, and judges and records every level like a scenario run
+(record.finish_run), so the Replay and Metrics pages show it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import queue
+import threading
+import time
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from engine import record
+from engine.cluster.base import Cluster
+from engine.errors import LabError
+from engine.history import read_jsonl
+from engine.kafka import admin
+from engine.levels import CORE_LEVELS, LEVELS
+from engine.nemesis import Nemesis
+from engine.runner import LevelRun, new_run_id
+from engine.scenario import Fault, Scenario, Workload
+
+StrikeKind = Literal[
+    "drop-ack", "kill-processor", "freeze-processor", "wake-processor", "kill-leader", "restart"
+]
+STRIKES: tuple[StrikeKind, ...] = (
+    "drop-ack",
+    "kill-processor",
+    "freeze-processor",
+    "wake-processor",
+    "kill-leader",
+    "restart",
+)
+Phase = Literal["waiting", "starting", "running", "finishing", "done", "failed"]
+
+RATE_BOUNDS = (1.0, 50.0)  # messages per second, per level
+TIME_LIMIT_BOUNDS = (10.0, 300.0)  # seconds of stream
+RESTART_BOUNDS = (7.0, 60.0)  # a killed broker's automatic restart, seconds after the kill
+# How long the processors get, after the stream stops, to read and commit what is left.
+DRAIN_S = 30.0
+TICK_S = 0.05
+
+
+class FreePlayError(LabError):
+    """Free play cannot start, or cannot do what was asked right now."""
+
+
+@dataclass(frozen=True)
+class FreePlaySettings:
+    """What a free play session runs: levels, stream rate, time limit, what the lab decides."""
+
+    levels: tuple[str, ...] = CORE_LEVELS
+    rate: float = 10.0  # messages per second, per level
+    time_limit_s: float = 60.0
+    partitions: int = 1
+    commit_every: int = 5
+    processing_ms: float = 10.0  # the processor's work per message: a freeze lands in it
+    # The application's choice: start a replacement while the processor is frozen (a zombie).
+    replace_frozen: bool = True
+    # Broker faults: replicate every topic on 3 nodes and take the cluster alone.
+    broker_faults: bool = False
+    restart_after_s: float = 12.0  # a killed broker is restarted this long after the kill
+
+    def problems(self, cluster: Cluster | None) -> list[str]:
+        """Why these settings cannot run on this cluster, one sentence each; [] if they can."""
+        out = []
+        if cluster is None:
+            out.append("The cluster is not ready yet; its progress shows in the sidebar.")
+        if not self.levels:
+            out.append("Choose at least one level.")
+        unknown = [name for name in self.levels if name not in LEVELS]
+        if unknown:
+            out.append(f"Unknown level(s) {', '.join(unknown)}; known: {', '.join(LEVELS)}.")
+        for what, value, (low, high) in (
+            ("The rate", self.rate, RATE_BOUNDS),
+            ("The time limit", self.time_limit_s, TIME_LIMIT_BOUNDS),
+            ("The broker restart delay", self.restart_after_s, RESTART_BOUNDS),
+        ):
+            if not low <= value <= high:
+                out.append(f"{what} must be between {low:g} and {high:g}; it is {value:g}.")
+        if self.broker_faults and cluster is not None and (why := broker_faults_refused(cluster)):
+            out.append(why)
+        return out
+
+    def scenario(self) -> Scenario:
+        """The scenario the session records: the processor pipeline, no scheduled faults."""
+        replicated = self.broker_faults
+        return Scenario(
+            name="free-play",
+            title="Free play",
+            story=(
+                "A steady stream through every level at once; the faults were struck by hand "
+                "(each is in the levels' nemesis history)."
+            ),
+            nodes=3 if replicated else 1,
+            replication=3 if replicated else 1,
+            # acks=all then needs a follower's copy, as in broker-failover.
+            topic_config={"min.insync.replicas": "2"} if replicated else {},
+            pipeline="processor",
+            levels=list(self.levels),
+            workload=Workload(
+                messages=self.messages,
+                partitions=self.partitions,
+                rate=self.rate,
+                commit_every=self.commit_every,
+                processing_ms=self.processing_ms,
+            ),
+            timeout_s=min(600.0, self.time_limit_s + DRAIN_S + 60.0),
+        )
+
+    @property
+    def messages(self) -> int:
+        """Ids the producer may send: more than the stream can reach within the time limit."""
+        return int(self.rate * self.time_limit_s) + 1
+
+
+def broker_faults_refused(cluster: Cluster) -> str | None:
+    """Why this cluster cannot have a partition leader killed under free play; None if it can."""
+    nodes = len(cluster.node_ids)
+    if nodes < 3:
+        return (
+            f"Killing the partition leader needs a 3-node cluster (the running one has {nodes}): "
+            "with one node there is no follower to take over."
+        )
+    if cluster.backend == "external":
+        return "The external backend's brokers are not the lab's to kill."
+    return None
+
+
+@dataclass(frozen=True)
+class Notice:
+    """A line for the page: what a strike did, or why it did nothing."""
+
+    t: float
+    text: str
+
+
+@dataclass
+class FreeLevel:
+    """One level of the session: its run (topics, processes, files) and its nemesis."""
+
+    run: LevelRun
+    nemesis: Nemesis
+    dead_processor_noted: bool = False
+
+
+@dataclass
+class FreePlay:
+    """A free play session, driven by its own thread so it outlives any page's script run."""
+
+    cluster: Cluster
+    settings: FreePlaySettings
+    # Held for the whole session: the cluster shared, or alone for broker faults.
+    hold: Callable[[], AbstractContextManager[None]] = contextlib.nullcontext
+    run_id: str = field(default_factory=lambda: new_run_id("free-play"))
+    phase: Phase = "waiting"
+    stage: str = "Waiting for the cluster"
+    started_at: float | None = None  # when the stream began
+    deadline: float | None = None
+    notices: list[Notice] = field(default_factory=list)
+    output: dict[str, Any] | None = None
+    error: BaseException | None = None
+    killed_node: int | None = None
+    restart_due: float | None = None
+    levels: list[FreeLevel] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        problems = self.settings.problems(self.cluster)
+        if problems:
+            raise FreePlayError(" ".join(problems))
+        self._strikes: queue.Queue[StrikeKind] = queue.Queue()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.folder: Path = record.run_folder(self.run_id)
+
+    # ---- what the page calls -------------------------------------------------------------
+    def start(self) -> FreePlay:
+        # A daemon: a dashboard being shut down does not wait (the clients have watchdogs).
+        self._thread = threading.Thread(target=self._work, name=self.run_id, daemon=True)
+        self._thread.start()
+        return self
+
+    @property
+    def active(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    def stop(self) -> None:
+        """End the stream now instead of at the time limit; the session then judges and records."""
+        self._stop.set()
+
+    def wait(self, timeout: float) -> bool:
+        """Wait for the session to end; True if it has."""
+        if self._thread is not None:
+            self._thread.join(timeout)
+        return not self.active
+
+    def remaining_s(self, now: float | None = None) -> float | None:
+        if self.deadline is None:
+            return None
+        return max(0.0, self.deadline - (now or time.time()))
+
+    def refused(self, kind: StrikeKind) -> str | None:
+        """Why a strike cannot be made now, in one sentence; None if it can."""
+        if self.phase != "running" or self._stop.is_set():
+            return "Free play is not running."
+        if kind == "kill-leader":
+            if not self.settings.broker_faults:
+                return broker_faults_refused(self.cluster) or (
+                    "Start free play with broker faults on to kill the partition leader."
+                )
+            if self.killed_node is not None:
+                return f"Node {self.killed_node} is down already; restart it first."
+        if kind == "restart" and self.killed_node is None:
+            return "No broker is down."
+        return None
+
+    def strike(self, kind: StrikeKind) -> None:
+        """Strike every level now (the session's thread fires it within a tick)."""
+        if kind not in STRIKES:
+            raise FreePlayError(f"Unknown action '{kind}'; known: {', '.join(STRIKES)}.")
+        if why := self.refused(kind):
+            raise FreePlayError(why)
+        self._strikes.put(kind)
+
+    def note(self, text: str) -> None:
+        self.notices.append(Notice(time.time(), text))
+
+    # ---- the session's thread ------------------------------------------------------------
+    def _work(self) -> None:
+        try:
+            with self.hold():
+                self.output = self._session(self.settings.scenario())
+            self.phase, self.stage = "done", f"Done: run {self.run_id}"
+        except BaseException as exc:  # handed to the page, which shows it in one line
+            self.error = exc
+            self.phase, self.stage = "failed", f"Free play did not finish: {exc}"
+
+    def _session(self, scenario: Scenario) -> dict[str, Any]:
+        """Set up, stream until the limit or Stop, judge; recorded like a scenario run."""
+        self.phase, self.stage = "starting", "Creating the topics and the clients"
+        levels = list(self.settings.levels)
+        folder = record.create_run_folder(self.run_id, scenario, None, self.cluster, levels)
+        try:
+            self._set_up(scenario, folder)
+            self.phase = "running"
+            self._drive()
+            self.phase = "finishing"
+            results = self._finish()
+        except BaseException as exc:
+            reason = str(exc) if isinstance(exc, LabError) else f"{type(exc).__name__}: {exc}"
+            record.finish_run(folder, status="failed", reason=reason, results={})
+            raise
+        finally:
+            self._clean_up()
+        record.finish_run(folder, status="complete", results=results)
+        record.prune_runs()
+        return {"run_id": self.run_id, "scenario": scenario.name, "results": results}
+
+    def _set_up(self, scenario: Scenario, folder: Path) -> None:
+        leader = self._chosen_leader() if self.settings.broker_faults else None
+        for name in self.settings.levels:
+            level_run = LevelRun(scenario, LEVELS[name], self.cluster, self.run_id, folder)
+            self.levels.append(FreeLevel(level_run, level_run.new_nemesis([])))
+            level_run.prepare(self._progress, leader=leader)
+        # Processors first, so every level's stream is read from its first message.
+        for level in self.levels:
+            level.run.start_role("processor", "processor", level.run.processor_spec())
+        now = time.time()
+        self.started_at, self.deadline = now, now + self.settings.time_limit_s
+        for level in self.levels:
+            level.run.started_at = level.nemesis.ctx.started_at = now
+            spec = level.run.producer_spec(list(range(self.settings.messages)))
+            # The stream's producer has the level's settings, without transactions: at
+            # exactly-once the transactions are the processor's (read-process-write), and a
+            # transactional input would end in a commit marker that no consumer offset passes,
+            # so the processors could never be seen to have caught up.
+            spec["transactional"] = None
+            level.run.start_role("producer", "producer", spec)
+        self.stage = "Streaming"
+
+    def _chosen_leader(self) -> int:
+        """The node to lead every partition: not the controller, so a kill moves leadership
+        alone and not the controller too (the lesson is the partition leader's)."""
+        view = admin.describe(self.cluster.direct_bootstrap)
+        candidates = [n for n in self.cluster.node_ids if n != view.controller_id]
+        return (candidates or self.cluster.node_ids)[0]
+
+    def _progress(self, what: str) -> None:
+        self.stage = what
+
+    def _drive(self) -> None:
+        while not self._stop.is_set() and time.time() < (self.deadline or 0.0):
+            with contextlib.suppress(queue.Empty):
+                while True:
+                    self._fire(self._strikes.get_nowait())
+            if self.restart_due is not None and time.time() >= self.restart_due:
+                self._restart_broker("automatically")
+            for level in self.levels:
+                level.nemesis.tick()
+                self._notice_dead_processor(level)
+            time.sleep(TICK_S)
+
+    def _fire(self, kind: StrikeKind) -> None:
+        """The real fault on every level at once; a refusal or an error becomes a notice."""
+        try:
+            if kind == "drop-ack":
+                self._each(Fault(kind="drop-produce-response", nth=1, after="reset"))
+                self.note("Proxy set to drop the ack of each level's next Produce request.")
+            elif kind == "kill-processor":
+                self._each(Fault(kind="crash", target="processor", replace=True))
+                self.note("Processors killed (SIGKILL); a replacement started for each.")
+            elif kind == "freeze-processor":
+                replace = self.settings.replace_frozen
+                self._each(Fault(kind="pause", target="processor", replace=replace))
+                then = "a replacement started for each" if replace else "no replacement"
+                self.note(f"Processors frozen (SIGSTOP); {then}.")
+            elif kind == "wake-processor":
+                self._each(Fault(kind="resume", target="processor"))
+                self.note("Frozen processors woken (SIGCONT).")
+            elif kind == "kill-leader":
+                self._kill_leader()
+            elif kind == "restart":
+                self._restart_broker("on request")
+        except Exception as exc:
+            self.note(f"{kind} did not happen: {exc}")
+
+    def _each(self, fault: Fault) -> None:
+        for level in self.levels:
+            level.nemesis.fire(fault)
+
+    def _kill_leader(self) -> None:
+        """SIGKILL the broker leading the first level's input; every level records it."""
+        first, *others = self.levels
+        leaders = {lv.run.level.name: self.cluster.leader_of(lv.run.input_topic) for lv in others}
+        first.nemesis.fire(Fault(kind="kill-leader"))
+        node = next(iter(first.nemesis.killed_nodes))
+        for level in others:
+            led = leaders[level.run.level.name]
+            if led == node:
+                level.nemesis.record("kill-leader", node=node)
+            else:  # said as it is: this level's partition had another leader
+                level.nemesis.record("kill-node", node=node, leader=led)
+        self.killed_node = node
+        self.restart_due = time.time() + self.settings.restart_after_s
+        self.note(
+            f"Broker node {node} killed (SIGKILL), the partition leader; it restarts "
+            f"{self.settings.restart_after_s:g} s after the kill."
+        )
+
+    def _restart_broker(self, how: str) -> None:
+        node = self.killed_node
+        if node is None:
+            return
+        self.stage = f"Restarting node {node}"
+        first, *others = self.levels
+        first.nemesis.fire(Fault(kind="restart-nodes"))
+        for level in others:
+            level.nemesis.record("restart-nodes", nodes=[node])
+        self.killed_node = self.restart_due = None
+        self.stage = "Streaming"
+        self.note(f"Broker node {node} restarted {how}.")
+
+    def _notice_dead_processor(self, level: FreeLevel) -> None:
+        """Say once if a level has no processor left that the lab did not kill itself."""
+        processors = [p for p in level.run.processes if p.base == "processor"]
+        if level.dead_processor_noted or any(p.alive() for p in processors):
+            return
+        level.dead_processor_noted = True
+        self.note(
+            f"{level.run.level.name}: no processor is running any more (the last one exited; "
+            "its log is in the run folder)."
+        )
+
+    def _finish(self) -> dict[str, Any]:
+        """Stop the stream, heal, let the processors catch up, then judge every level."""
+        self.stage = "Stopping the stream"
+        self.deadline = min(self.deadline or time.time(), time.time())
+        for level in self.levels:
+            for process in level.run.processes:
+                if process.base == "producer":
+                    process.stop()  # SIGTERM: it finishes its message and flushes
+        if self.killed_node is not None:
+            self._restart_broker("at the end")
+        for level in self.levels:
+            level.nemesis.heal()  # proxy rules removed, frozen processors woken
+        self.stage = "Letting the processors catch up"
+        drain_until = time.time() + DRAIN_S
+        pending = list(self.levels)
+        while pending and time.time() < drain_until:
+            pending = [lv for lv in pending if not self._caught_up(lv)]
+            time.sleep(0.2)
+        for level in pending:
+            self.note(
+                f"{level.run.level.name}: the processor had not caught up {DRAIN_S:g} s after "
+                "the stream stopped; judged as it stood."
+            )
+        results: dict[str, Any] = {}
+        for level in self.levels:
+            # The ledger is what the stream sent: the ids with a `send` line.
+            level.run.ledger = sent_ids(level.run)
+            results[level.run.level.name] = level.run.finish(self._progress)
+        return results
+
+    def _caught_up(self, level: FreeLevel) -> bool:
+        try:
+            return level.run.clients_finished()
+        except Exception:  # a broker still electing leaders: ask again on the next poll
+            return False
+
+    def _clean_up(self) -> None:
+        for level in self.levels:
+            with contextlib.suppress(Exception):
+                level.nemesis.heal()
+            for process in level.run.processes:
+                process.stop(timeout=5)
+
+
+def sent_ids(level_run: LevelRun) -> list[int]:
+    """The ids the level's producer instances wrote a `send` line for, in order."""
+    ids: set[int] = set()
+    for process in level_run.processes:
+        if process.base == "producer":
+            ids.update(e["id"] for e in read_jsonl(process.history) if e.get("ev") == "send")
+    return sorted(ids)

@@ -1,0 +1,256 @@
+"""Free play: a steady stream through the levels side by side, and buttons that strike now.
+
+Every button is the real fault, fired through engine.freeplay on every running level at once;
+the counts and the live view are read from the session's own history files as they grow.
+The session outlives the page's script runs (it has its own thread, kept in the browser
+session's state), and a fragment redraws it twice a second while the buttons stay live.
+"""
+
+from __future__ import annotations
+
+import time
+from contextlib import AbstractContextManager
+from pathlib import Path
+
+import pandas as pd
+import streamlit as st
+
+from engine import record
+from engine.errors import LabError
+from engine.freeplay import (
+    RATE_BOUNDS,
+    RESTART_BOUNDS,
+    TIME_LIMIT_BOUNDS,
+    FreePlay,
+    FreePlaySettings,
+    StrikeKind,
+    broker_faults_refused,
+)
+from engine.levels import CORE_LEVELS, LEVELS
+from engine.live import LevelSnapshot, RunWatch
+from pages._live_view import LiveView
+from pages._run_view import render_run
+from pages._shared import cluster_service, require_app, show_error
+
+require_app()
+
+SESSION, WATCH = "free_play", "free_play_watch"
+REFRESH_S = 0.5
+# (button label, the strike, what it does for real); drawn in this order.
+BUTTONS: list[tuple[str, StrikeKind, str]] = [
+    (
+        "📉 Drop the next ack",
+        "drop-ack",
+        "The fault proxy forwards each producer's next Produce request to the broker, drops "
+        "the broker's answer and resets the connection.",
+    ),
+    (
+        "💀 Kill the processor",
+        "kill-processor",
+        "SIGKILL of each level's processor; a replacement starts at once.",
+    ),
+    ("🧊 Freeze the processor", "freeze-processor", "SIGSTOP of each level's processor."),
+    ("☀️ Wake it", "wake-processor", "SIGCONT of the processors frozen before."),
+    (
+        "🔌 Kill the partition leader",
+        "kill-leader",
+        "SIGKILL of the broker JVM that leads every level's partitions.",
+    ),
+    ("🔁 Restart the broker now", "restart", "Start the killed broker again, without waiting."),
+]
+# (table row, how to read it from a snapshot, what it counts)
+COUNT_ROWS = [
+    ("Sent by the producer", lambda s: s.sent),
+    ("Acknowledged", lambda s: s.acked),
+    ("Failed (producer gave up)", lambda s: s.failed),
+    ("Read by the processor", lambda s: s.read),
+    ("Outputs written", lambda s: s.outputs),
+    ("Seen by the sink", lambda s: s.seen),
+    ("Seen more than once", lambda s: s.seen - s.seen_ids),
+]
+
+st.title("Free play")
+st.markdown(
+    "A steady stream of messages flows through every level at once: a producer with the "
+    "level's settings writes the input topic, a processor reads it in the level's commit "
+    "mode and writes the output topic, and a consumer at the level's isolation reads that. "
+    "Each button strikes **now**, in every level at the same moment, and each fault is the "
+    "real one: **Drop the next ack**: the fault proxy forwards the producer's next Produce "
+    "request and drops the broker's answer. **Kill the processor**: SIGKILL. **Freeze** and "
+    "**Wake**: SIGSTOP and SIGCONT. **Kill the partition leader** (3 nodes): SIGKILL of the "
+    "broker's JVM. The counts below come from what the clients have written, as they write it."
+)
+
+service = cluster_service()
+cluster = service.cluster if service.state == "ready" else None
+session: FreePlay | None = st.session_state.get(SESSION)
+running = session is not None and session.active
+
+
+def settings_form() -> FreePlaySettings:
+    """The session's settings; the application's choices are labelled as such."""
+    leader_refused = broker_faults_refused(cluster) if cluster is not None else None
+    if leader_refused is not None:
+        st.session_state["fp_brokers"] = False  # ticked before the cluster was known
+    # Open until a session starts; the results of the last one come first after it.
+    with st.expander("Settings", expanded=session is None):
+        left, middle, right = st.columns(3)
+        levels = left.multiselect(
+            "Levels", list(LEVELS), default=list(CORE_LEVELS), key="fp_levels", disabled=running
+        )
+        rate = middle.slider(
+            "Messages per second, per level",
+            *map(int, RATE_BOUNDS),
+            value=10,
+            key="fp_rate",
+            disabled=running,
+        )
+        limit = right.slider(
+            "Stops by itself after (s)",
+            *map(int, TIME_LIMIT_BOUNDS),
+            value=60,
+            step=10,
+            key="fp_limit",
+            disabled=running,
+        )
+        replace_frozen = left.checkbox(
+            "Start a replacement when the processor freezes",
+            value=True,
+            key="fp_replace",
+            disabled=running,
+            help="The application's choice, as an orchestrator that gives up on a stalled "
+            "instance would: the frozen one becomes a zombie when it wakes.",
+        )
+        broker_faults = middle.checkbox(
+            "Allow killing the partition leader",
+            value=leader_refused is None,
+            disabled=leader_refused is not None or running,
+            key="fp_brokers",
+            help="Every topic is then replicated on 3 nodes (min.insync.replicas=2), and free "
+            "play has the cluster alone: other runs wait until it ends.",
+        )
+        restart_after = right.slider(
+            "A killed broker restarts after (s)",
+            *map(int, RESTART_BOUNDS),
+            value=12,
+            key="fp_restart",
+            disabled=not broker_faults or running,
+            help="After the controller has noticed the dead broker (6 s) and moved leadership.",
+        )
+        if leader_refused:
+            st.caption(f"🔌 {leader_refused}")
+        st.caption(
+            "The application's choices: a killed processor is replaced at once (a supervisor "
+            "restarting a crashed service); a replacement joins the consumer group as the same "
+            "member (static membership) and reads from the last committed offset; the stream's "
+            "producer is never restarted and never resends."
+        )
+    return FreePlaySettings(
+        levels=tuple(levels),
+        rate=float(rate),
+        time_limit_s=float(limit),
+        replace_frozen=replace_frozen,
+        broker_faults=bool(broker_faults and leader_refused is None),
+        restart_after_s=float(restart_after),
+    )
+
+
+def hold_for(settings: FreePlaySettings) -> AbstractContextManager[None]:
+    """The cluster alone while a broker may be killed; shared with other runs otherwise."""
+    if settings.broker_faults:
+        return service.exclusive("free play may kill a broker")
+    return service.shared()
+
+
+def start(settings: FreePlaySettings) -> None:
+    try:
+        if cluster is None:
+            raise LabError("The cluster is not ready yet; its progress shows in the sidebar.")
+        new = FreePlay(cluster, settings, hold=lambda: hold_for(settings))
+    except LabError as exc:
+        show_error(exc)
+        return
+    proxy = Path(cluster.proxy.events_path) if cluster.proxy else None
+    # The watch follows the session's folder from its first line; it lives with the session.
+    st.session_state[WATCH] = RunWatch(new.folder, list(settings.levels), proxy_events=proxy)
+    st.session_state[SESSION] = new.start()
+    st.rerun()  # the page again, with the settings closed and the live panel open
+
+
+settings = settings_form()
+left, right = st.columns([1, 4])
+if left.button("▶ Start free play", type="primary", disabled=running or cluster is None):
+    start(settings)
+if cluster is None:
+    right.info("The cluster is not ready yet; its progress shows in the sidebar.")
+
+
+def counts_table(snapshots: list[LevelSnapshot]) -> pd.DataFrame:
+    """The levels side by side, one row per counter, read from the history so far."""
+    return pd.DataFrame(
+        {s.level: [read(s) for _, read in COUNT_ROWS] for s in snapshots},
+        index=[label for label, _ in COUNT_ROWS],
+    )
+
+
+def strike_buttons(live: FreePlay) -> None:
+    columns = st.columns(len(BUTTONS) + 1)
+    for column, (label, kind, what) in zip(columns, BUTTONS, strict=False):
+        refused = live.refused(kind)
+        if column.button(label, key=f"fp_{kind}", disabled=refused is not None, help=what):
+            try:
+                live.strike(kind)
+            except LabError as exc:
+                show_error(exc)
+    if columns[-1].button("⏹ Stop", key="fp_stop", disabled=live.phase != "running"):
+        live.stop()
+    if live.killed_node is not None and live.restart_due is not None:
+        due = max(0.0, live.restart_due - time.time())
+        st.caption(f"🔌 Node {live.killed_node} is down; it restarts by itself in {due:.0f} s.")
+    elif not live.settings.broker_faults:
+        why = broker_faults_refused(live.cluster)
+        st.caption(f"🔌 {why or 'Killing the partition leader is off in these settings.'}")
+
+
+@st.fragment(run_every=REFRESH_S)
+def live_panel() -> None:
+    live: FreePlay | None = st.session_state.get(SESSION)
+    watch: RunWatch | None = st.session_state.get(WATCH)
+    if live is None or watch is None:
+        return
+    if not live.active:
+        st.rerun(scope="app")  # the session ended: the whole page draws its results
+    left, right = st.columns([3, 1])
+    remaining = live.remaining_s()
+    clock = (
+        f" · {remaining:.0f} s left" if remaining is not None and live.phase == "running" else ""
+    )
+    left.markdown(f"#### {live.stage}{clock}")
+    right.caption(f"run `{live.run_id}`")
+    strike_buttons(live)
+    snapshots = watch.poll()
+    # The counts and what the buttons did, side by side: both in the projector's first screen.
+    table, notices = st.columns([3, 2])
+    if snapshots:
+        table.table(counts_table(snapshots))
+    if live.notices:
+        notices.markdown("\n".join(f"- {n.text}" for n in live.notices[-7:]))
+    LiveView(st.container(), list(live.settings.levels), "producer").draw(snapshots, live.stage)
+
+
+if session is not None and session.active:
+    live_panel()
+elif session is not None:
+    if session.error is not None:
+        show_error(
+            session.error if isinstance(session.error, Exception) else LabError(str(session.error))
+        )
+    if session.notices:
+        st.markdown("\n".join(f"- {n.text}" for n in session.notices))
+    if session.output is not None:
+        st.success(f"Free play ended: run {session.run_id}, judged like a scenario run.")
+        st.session_state["lab_run_id"] = session.run_id  # the Metrics page opens on it
+        try:
+            render_run(record.load_run(session.run_id))
+        except LabError as exc:
+            show_error(exc)

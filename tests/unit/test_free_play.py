@@ -1,0 +1,138 @@
+"""Free play's settings, and the nemesis waking what it froze (a real process, no Kafka)."""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from engine.cluster.external import ExternalCluster
+from engine.freeplay import (
+    RATE_BOUNDS,
+    TIME_LIMIT_BOUNDS,
+    FreePlayError,
+    FreePlaySettings,
+)
+from engine.history import HistoryWriter, read_jsonl
+from engine.live import nemesis_text
+from engine.nemesis import Nemesis, NemesisContext
+from engine.processes import RoleProcess
+from engine.scenario import Fault
+
+
+def test_the_recorded_scenario_is_the_processor_pipeline_with_no_scheduled_fault():
+    settings = FreePlaySettings(rate=12, time_limit_s=30)
+    scenario = settings.scenario()
+    assert scenario.pipeline == "processor"
+    assert scenario.faults == []
+    assert scenario.levels == list(settings.levels)
+    assert scenario.workload.rate == 12
+    # More ids than the stream can send within its limit: the limit, not the ids, ends it.
+    assert scenario.workload.messages > 12 * 30
+    assert scenario.timeout_s > settings.time_limit_s
+    assert (scenario.nodes, scenario.replication) == (1, 1)
+
+
+def test_broker_faults_replicate_every_topic_on_three_nodes():
+    scenario = FreePlaySettings(broker_faults=True).scenario()
+    assert (scenario.nodes, scenario.replication) == (3, 3)
+    assert scenario.topic_config == {"min.insync.replicas": "2"}
+
+
+@pytest.mark.parametrize(
+    ("change", "says"),
+    [
+        ({"levels": ()}, "at least one level"),
+        ({"levels": ("at-most-twice",)}, "Unknown level"),
+        ({"rate": RATE_BOUNDS[1] + 1}, "The rate must be between"),
+        ({"time_limit_s": TIME_LIMIT_BOUNDS[0] - 1}, "The time limit must be between"),
+    ],
+)
+def test_bad_settings_are_refused_with_the_reason(change, says):
+    problems = FreePlaySettings(**change).problems(None)
+    assert any(says in p for p in problems), problems
+    # No cluster yet is said too, in the same list.
+    assert any("not ready" in p for p in problems)
+
+
+def test_a_session_without_a_cluster_is_refused_in_one_sentence():
+    from engine.freeplay import FreePlay
+
+    with pytest.raises(FreePlayError, match="not ready"):
+        FreePlay(None, FreePlaySettings())  # type: ignore[arg-type]
+
+
+def frozen(pid: int) -> bool:
+    """The process state from /proc: T is stopped by a signal."""
+    return Path(f"/proc/{pid}/stat").read_text().split(")")[1].split()[0] == "T"
+
+
+def wait_state(pid: int, stopped: bool) -> None:
+    deadline = time.monotonic() + 10
+    while frozen(pid) != stopped:
+        assert time.monotonic() < deadline, f"process {pid} never {'stopped' if stopped else 'ran'}"
+        time.sleep(0.02)
+
+
+@pytest.fixture
+def nemesis(tmp_path):
+    """A nemesis over one real process (sleep) named processor."""
+    process = RoleProcess(name="processor", role="-", history=tmp_path / "p.jsonl", spec={})
+    process.popen = subprocess.Popen(["sleep", "60"])
+    history = HistoryWriter(tmp_path / "nemesis.jsonl", "nemesis")
+    ctx = NemesisContext(
+        # Never started: crashes, pauses and wakes touch no broker and no proxy.
+        cluster=ExternalCluster("127.0.0.1:1"),
+        topic="-",
+        client_ids={},
+        processes=lambda base: process if process.alive() and not process.paused else None,
+        replace=lambda base, fault: None,
+        history=history,
+    )
+    yield Nemesis([], ctx), process, tmp_path / "nemesis.jsonl"
+    process.popen.kill()
+    process.popen.wait()
+    history.close()
+
+
+def kinds(path: Path) -> list[str]:
+    return [e["kind"] for e in read_jsonl(path)]
+
+
+def test_a_resume_fault_wakes_the_process_the_nemesis_froze(nemesis):
+    nem, process, path = nemesis
+    nem.fire(Fault(kind="pause", target="processor"))
+    wait_state(process.pid, stopped=True)
+    nem.fire(Fault(kind="resume", target="processor"))
+    wait_state(process.pid, stopped=False)
+    nem.fire(Fault(kind="resume", target="processor"))  # nothing frozen any more: said so
+    assert kinds(path) == ["pause", "resume", "resume-skipped"]
+    woke = read_jsonl(path)[1]
+    assert (woke["signal"], woke["pid"]) == ("SIGCONT", process.pid)
+    assert nemesis_text(woke) == "processor woke (SIGCONT)"
+
+
+def test_heal_wakes_a_process_frozen_with_no_timed_wake(nemesis):
+    nem, process, path = nemesis
+    nem.fire(Fault(kind="pause", target="processor"))
+    wait_state(process.pid, stopped=True)
+    nem.heal()
+    wait_state(process.pid, stopped=False)
+    assert kinds(path) == ["pause", "resume"]
+
+
+def test_a_timed_wake_after_a_manual_one_does_not_signal_twice(nemesis):
+    nem, process, path = nemesis
+    nem.fire(Fault(kind="pause", target="processor", duration_s=0.2))
+    nem.fire(Fault(kind="resume", target="processor"))
+    time.sleep(0.3)  # the timed wake is due; tick() must find nothing left to wake
+    nem.tick()
+    assert kinds(path) == ["pause", "resume"]
+    assert not frozen(process.pid)
+
+
+def test_a_broker_killed_outside_a_level_is_named_as_such():
+    text = nemesis_text({"ev": "nemesis", "kind": "kill-node", "node": 2, "leader": 3})
+    assert text == "broker node 2 killed (this level's leader was node 3)"
