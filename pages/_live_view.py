@@ -30,6 +30,13 @@ COUNTERS: dict[str, list[tuple[str, str, str]]] = {
         ("outputs", "Outputs written", "output_acked events of every processor instance"),
         ("seen", "Seen by the sink", "consumed events of the sink, copies included"),
     ],
+    # Free play: the level's own producer writes the stream the processor reads.
+    "stream": [
+        ("sent", "Sent", "send events of the stream's producer"),
+        ("acked", "Acknowledged", "ack events: the broker confirmed the write"),
+        ("outputs", "Outputs written", "output_acked events of every processor instance"),
+        ("seen", "Seen by the sink", "consumed events of the sink, copies included"),
+    ],
 }
 
 

@@ -235,7 +235,7 @@ def live_panel() -> None:
         table.table(counts_table(snapshots))
     if live.notices:
         notices.markdown("\n".join(f"- {n.text}" for n in live.notices[-7:]))
-    LiveView(st.container(), list(live.settings.levels), "producer").draw(snapshots, live.stage)
+    LiveView(st.container(), list(live.settings.levels), "stream").draw(snapshots, live.stage)
 
 
 if session is not None and session.active:

@@ -354,6 +354,7 @@ def test_every_other_page_opens_without_an_error(page, dashboard, path, heading)
 PAGES = [
     ("", "Kafka failure lab"),
     ("failure_lab", "Failure lab"),
+    ("free_play", "Free play"),
     ("metrics", "Metrics"),
     ("cost", "Cost of guarantees"),
     ("zombie", "Zombie fencing"),
