@@ -80,7 +80,9 @@ class LiveView:
         lasts = [s.last_t for s in snapshots if s.last_t is not None]
         if starts and lasts:
             clock = f" · last event {max(lasts) - min(starts):.1f} s after the first"
-        self.header.markdown(f"**Live, from the run's history files** ({how}){clock}  \n{stage}")
+        # Side by side, each lane shows its own step; one at a time, the run's step says which.
+        step = "" if self.together else f"  \n{stage}"
+        self.header.markdown(f"**Live, from the run's history files** ({how}){clock}{step}")
 
     def draw_lane(self, level: str, snapshot: LevelSnapshot | None, stage: str | None) -> None:
         st.markdown(f"#### {escape(level_title(level))}")

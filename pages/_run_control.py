@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -59,6 +60,12 @@ def cluster_use(service: ClusterService, scenario: Scenario) -> Iterator[None]:
             yield
 
 
+def one_level_at_a_time() -> bool:
+    """LAB_ONE_LEVEL_AT_A_TIME=1: every run's levels one after the other, as before they ran
+    side by side (to watch one level at a time, or to compare the timings)."""
+    return os.environ.get("LAB_ONE_LEVEL_AT_A_TIME", "0") == "1"
+
+
 def start_run(
     service: ClusterService, cluster: Cluster, scenario: Scenario, levels: list[str], run_id: str
 ) -> tuple[threading.Thread, RunJob]:
@@ -74,7 +81,12 @@ def start_run(
         try:
             with cluster_use(service, scenario):
                 job.output = run_scenario(
-                    scenario, cluster, levels=levels, progress=job.progress, run_id=run_id
+                    scenario,
+                    cluster,
+                    levels=levels,
+                    progress=job.progress,
+                    run_id=run_id,
+                    side_by_side=False if one_level_at_a_time() else None,
                 )
         except BaseException as exc:  # handed to the script thread, which shows it
             job.error = exc
@@ -115,7 +127,7 @@ def run_live(
         # results are drawn.
         status = st.status(f"Running {scenario.name}…", expanded=True)
         bar = status.progress(0.0)
-        together = not reaches_beyond_level(list(scenario.faults))
+        together = not reaches_beyond_level(list(scenario.faults)) and not one_level_at_a_time()
         view = LiveView(status, levels, scenario.pipeline, together=together)
         run_id = new_run_id(scenario.name)
         proxy = Path(cluster.proxy.events_path) if cluster.proxy else None
