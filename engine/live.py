@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from engine.explain import id_ranges
 from engine.history import Tail
 
 # The per-process files; history.jsonl (written at the end, every event merged) and
@@ -28,6 +29,17 @@ PROXY_WORDS = {
     "produce_response_dropped": "ack of a Produce request dropped",
     "produce_request_dropped": "Produce request dropped before the broker",
 }
+
+
+def proxy_text(event: dict[str, Any]) -> str | None:
+    """A proxy event in words, naming the request by Kafka's own correlation id."""
+    kind, cid = str(event.get("kind")), event.get("correlation_id")
+    if cid is None or kind not in PROXY_WORDS:
+        return PROXY_WORDS.get(kind)
+    reset = "; connection reset" if event.get("after") == "reset" else ""
+    if kind == "produce_response_dropped":
+        return f"ack of the Produce request with correlation id {cid} dropped{reset}"
+    return f"Produce request with correlation id {cid} dropped before the broker{reset}"
 
 
 @dataclass(frozen=True)
@@ -66,7 +78,7 @@ def fault_text(event: dict[str, Any]) -> str | None:
     if ev == "nemesis":
         return nemesis_text(event)
     if ev == "proxy":
-        return PROXY_WORDS.get(str(event.get("kind")))
+        return proxy_text(event)
     if ev == "fenced":
         return f"{proc} fenced: {event.get('error')}"
     if ev == "commit_rejected":
@@ -84,6 +96,9 @@ def nemesis_text(event: dict[str, Any]) -> str:
     """The nemesis's record of what it did, in the words the room reads."""
     kind, target = event.get("kind"), event.get("target")
     point = f" {event['point']}" if event.get("point") else ""
+    at = event.get("at") or {}
+    if point and at.get("ids"):  # where the fault point stopped it: the batch in hand
+        point += f" (batch {at.get('batch')}, ids {id_ranges(at['ids'])})"
     nodes = ", ".join(str(n) for n in event.get("nodes") or []) or "none"
     words = {
         "crash": f"{target} killed (SIGKILL){point}",

@@ -115,7 +115,8 @@ if phase == "explain":
     st.markdown(step.explain)
     with st.expander("The scenario's story"):
         st.markdown(scenario.story)
-    render_run(run)
+    # A lesson is always in front of a room: the verdict cards (presenter mode's) come first.
+    render_run(run, presenter=True)
 
 left, right = st.columns(2)
 if left.button("← Previous step", disabled=index == 0):

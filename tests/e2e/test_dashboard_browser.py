@@ -200,6 +200,7 @@ def test_failure_lab_shows_the_run_live_before_it_is_done(browser, dashboard):
         work = tab.get_by_role("spinbutton", name="Processing time per message (ms)")
         work.fill("60")
         work.press("Enter")
+        tab.get_by_text("Parameters").click()  # folded again: the lanes need the screen
         tab.get_by_role("button", name="▶ Run").click()
         done = tab.get_by_text("Done: run")
         readings = live_readings(tab, "At least once", "Outputs written")

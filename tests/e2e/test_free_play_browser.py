@@ -114,7 +114,7 @@ def test_free_play_strikes_each_fault_and_the_counts_change(tab, dashboard):
     expect(tab.get_by_role("button", name="🔌 Kill the partition leader")).to_be_disabled()
     expect(tab.get_by_text("needs a 3-node cluster").filter(visible=True).first).to_be_visible()
 
-    strike(tab, "📉 Drop the next ack", "ack of a Produce request dropped")
+    strike(tab, "📉 Drop the next ack", "ack of the Produce request with correlation id")
     # At-most-once does not retry: its producer reports the stored write as failed.
     wait_for_counts(tab, "Failed (producer gave up)", lambda c: c["at-most-once"] == 1)
 

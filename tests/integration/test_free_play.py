@@ -72,7 +72,7 @@ def test_each_strike_is_the_real_fault_in_every_level_and_the_counts_move(cluste
         after_drop = wait_until(
             session,
             watch,
-            every(lambda s: says(s, "ack of a Produce request dropped")),
+            every(lambda s: says(s, "ack of the Produce request with correlation id")),
             "the proxy dropped an ack in every level",
         )
         assert says(after_drop["at-least-once"], "drop the ack of producer's Produce request #1")

@@ -135,3 +135,18 @@ def test_run_watch_follows_levels_as_they_begin_and_routes_the_proxys_events(tmp
     assert [f.text for f in snapshot.faults] == ["ack of a Produce request dropped"]
     level_folder(tmp_path, "at-least-once")
     assert [s.level for s in watch.poll()] == ["at-most-once", "at-least-once"]
+
+
+def test_a_fault_is_named_by_what_kafka_and_the_fault_point_know():
+    dropped = {"ev": "proxy", "kind": "produce_response_dropped", "correlation_id": 4}
+    assert fault_text({**dropped, "after": "reset"}) == (
+        "ack of the Produce request with correlation id 4 dropped; connection reset"
+    )
+    crash = {
+        "ev": "nemesis",
+        "kind": "crash",
+        "target": "processor",
+        "point": "after commit_gap #2",
+        "at": {"batch": 2, "ids": [5, 6, 7, 8, 9]},
+    }
+    assert fault_text(crash) == "processor killed (SIGKILL) after commit_gap #2 (batch 2, ids 5–9)"
