@@ -50,6 +50,33 @@ def cmd_preflight(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_dashboard(args: argparse.Namespace) -> int:
+    """Preflight, then Streamlit in this process; a room's presenter link is printed once."""
+    from engine.dashboard import streamlit_command
+    from engine.room import KEY_ENV, configured_key, make_key, presenter_links, serves_a_room
+
+    cmd_preflight(args)
+    env = dict(os.environ)
+    if serves_a_room(args.address):
+        key = configured_key(args.address, env) or make_key()
+        env[KEY_ENV] = key
+        print(
+            f"The dashboard serves a room on {args.address}: every browser is a viewer, except "
+            "the one that opens the presenter link:",
+            file=sys.stderr,
+        )
+        import socket
+
+        for link in presenter_links(args.address, args.port, key, socket.gethostname()):
+            print(f"    {link}", file=sys.stderr)
+    else:
+        print(f"opening the dashboard on http://{args.address}:{args.port}", file=sys.stderr)
+    sys.stderr.flush()
+    command = streamlit_command(args.address, args.port, headless=False) + args.streamlit_args
+    os.execvpe(command[0], command, env)
+    return 0  # not reached: Streamlit replaced this process
+
+
 def cmd_cluster_up(args: argparse.Namespace) -> int:
     from engine.cluster import current_cluster, make_cluster, start_cluster
 
@@ -226,6 +253,14 @@ def build_parser() -> argparse.ArgumentParser:
     preflight.add_argument("--port", type=int)
     preflight.add_argument("--address", default="127.0.0.1")
     preflight.set_defaults(func=cmd_preflight)
+    dash = sub.add_parser(
+        "dashboard",
+        help="check what the dashboard needs, then serve it (what ./lab dashboard runs)",
+    )
+    dash.add_argument("--port", type=int, default=8501)
+    dash.add_argument("--address", default="127.0.0.1")
+    dash.add_argument("streamlit_args", nargs=argparse.REMAINDER, help="passed to streamlit run")
+    dash.set_defaults(func=cmd_dashboard)
 
     cluster = sub.add_parser("cluster", help="start, inspect, hurt and stop the Kafka cluster")
     csub = cluster.add_subparsers(dest="action", required=True)

@@ -16,17 +16,27 @@ from engine.cluster.ports import free_ports, is_listening
 from engine.errors import LabError
 
 
+def streamlit_command(address: str, port: int, *, headless: bool = True) -> list[str]:
+    """`streamlit run app.py` bound to `address`:`port`, as ./lab dashboard and the tests run it."""
+    return [
+        *(sys.executable, "-m", "streamlit", "run", str(paths.REPO_ROOT / "app.py")),
+        *("--server.headless", "true" if headless else "false"),
+        *("--server.address", address, "--server.port", str(port)),
+        *("--browser.gatherUsageStats", "false"),
+    ]
+
+
 def serve_dashboard(
-    env: Mapping[str, str], *, timeout: float = 60.0
+    env: Mapping[str, str], *, timeout: float = 60.0, address: str = "127.0.0.1"
 ) -> tuple[subprocess.Popen, str]:
-    """`streamlit run app.py` on 127.0.0.1 and a free port; (process, URL) once it listens."""
+    """`streamlit run app.py` bound to `address` on a free port; (process, URL) once it listens.
+
+    The URL is always loopback's: a dashboard bound to 0.0.0.0 (serving a room) is reached
+    through 127.0.0.1 too, and the tests send nothing to any other address.
+    """
     port = free_ports(1)[0]
     server = subprocess.Popen(
-        [
-            *(sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true"),
-            *("--server.address", "127.0.0.1", "--server.port", str(port)),
-            *("--browser.gatherUsageStats", "false"),
-        ],
+        streamlit_command(address, port),
         cwd=paths.REPO_ROOT,
         env=dict(env),
         stdout=subprocess.DEVNULL,

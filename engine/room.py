@@ -1,0 +1,85 @@
+"""Serving a room: one presenter acts, everyone else watches.
+
+A dashboard bound to loopback (127.0.0.1, localhost, ::1) serves one person, who may do
+everything. Bound to anything else (`LAB_ADDRESS=0.0.0.0`), it serves a room: a browser
+becomes the presenter by opening the presenter link, which carries the presenter key, and
+every other browser is a viewer who watches and looks around but cannot act. The key comes
+from `LAB_PRESENTER_KEY`, or is made when the dashboard starts and printed once in its
+terminal, as Jupyter prints its token. Keys are compared in constant time (hmac).
+
+What a session is allowed to do is decided on the server (pages/_roles.py keeps each
+session's role by Streamlit's own session id, which a browser cannot choose); this module
+holds the rules, with no Streamlit in it.
+"""
+
+from __future__ import annotations
+
+import hmac
+import logging
+import secrets
+from collections.abc import Mapping
+
+from engine.errors import LabError
+
+KEY_ENV = "LAB_PRESENTER_KEY"
+KEY_PARAM = "key"  # the presenter link's query parameter
+PRESENTER, VIEWER = "presenter", "viewer"
+LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1", "[::1]"})
+
+log = logging.getLogger("lab.room")
+
+
+class PresenterKeyError(LabError):
+    """The dashboard would serve a room with no usable presenter key."""
+
+
+class NotPresenterError(LabError):
+    """A viewer's session asked for an action only the presenter may take."""
+
+
+def serves_a_room(address: str | None) -> bool:
+    """Whether a dashboard bound to `address` is reachable beyond this machine.
+
+    An empty address is Streamlit's default, every interface, so it serves a room too.
+    """
+    return (address or "").strip().lower() not in LOOPBACK
+
+
+def configured_key(address: str | None, env: Mapping[str, str]) -> str | None:
+    """The key set in the environment for a room; None when none is set or none is needed.
+
+    A key set but empty is refused: it would make every link the presenter's.
+    """
+    if not serves_a_room(address) or KEY_ENV not in env:
+        return None
+    key = env[KEY_ENV]
+    if not key.strip():
+        raise PresenterKeyError(
+            f"{KEY_ENV} is empty, and the dashboard listens on {address or 'every interface'}: "
+            f"set it to a secret, or unset it and one is made and printed at start."
+        )
+    return key
+
+
+def make_key() -> str:
+    return secrets.token_urlsafe(18)
+
+
+def key_matches(given: str, key: str) -> bool:
+    """Constant-time comparison, so response times do not leak how much of a guess is right."""
+    return hmac.compare_digest(given.encode(), key.encode())
+
+
+def presenter_links(address: str | None, port: int, key: str, hostname: str) -> list[str]:
+    """The links to print: the host's name for the room, and loopback for this machine."""
+    hosts = [hostname] if not (address or "").strip() or address == "0.0.0.0" else [address]
+    return [f"http://{h}:{port}/?{KEY_PARAM}={key}" for h in [*hosts, "127.0.0.1"]]
+
+
+def refuse(action: str, session: str) -> NotPresenterError:
+    """Log a viewer's refused action (without any key) and the error its page shows."""
+    log.warning("refused: a viewer's session %s asked to %s", session[:8], action)
+    return NotPresenterError(
+        f"Only the presenter can {action}: this browser is watching. The presenter link was "
+        "printed in the terminal where the dashboard started."
+    )

@@ -1,0 +1,129 @@
+"""Each browser session's role, kept on the server, and the check every action makes.
+
+The role lives in a server-side table keyed by Streamlit's session id, not in
+`st.session_state`: a browser can send widget values, and a crafted one must not be able to
+name itself the presenter. A session becomes the presenter only by loading a page with the
+presenter key in the address; the key is taken out of the address bar at once, and the
+session stays the presenter while it lives (page changes included). A reload starts a new
+session, which needs the link again.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+
+import streamlit as st
+from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+from engine.room import (
+    KEY_ENV,
+    KEY_PARAM,
+    PRESENTER,
+    VIEWER,
+    PresenterKeyError,
+    configured_key,
+    key_matches,
+    refuse,
+    serves_a_room,
+)
+
+
+class RoleTable:
+    """session id -> role, for the sessions that presented the key (all others: viewers)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._presenters: set[str] = set()
+        self._wrong_key: set[str] = set()
+
+    def make_presenter(self, session: str) -> None:
+        with self._lock:
+            self._presenters.add(session)
+            self._wrong_key.discard(session)
+
+    def mark_wrong_key(self, session: str) -> None:
+        with self._lock:
+            self._wrong_key.add(session)
+
+    def is_presenter(self, session: str) -> bool:
+        with self._lock:
+            return session in self._presenters
+
+    def gave_wrong_key(self, session: str) -> bool:
+        with self._lock:
+            return session in self._wrong_key
+
+
+@st.cache_resource
+def role_table() -> RoleTable:
+    return RoleTable()
+
+
+def bind_address() -> str:
+    """The address the server listens on (Streamlit's own setting, not the client's)."""
+    return str(st.get_option("server.address") or "")
+
+
+def session_id() -> str:
+    ctx = get_script_run_ctx()
+    return ctx.session_id if ctx is not None else "no-session"
+
+
+def room_key() -> str | None:
+    """The presenter key when the dashboard serves a room; None on loopback.
+
+    Raises PresenterKeyError for a room without a usable key (`./lab dashboard` makes one).
+    """
+    address = bind_address()
+    if not serves_a_room(address):
+        return None
+    key = configured_key(address, os.environ)
+    if key is None:
+        raise PresenterKeyError(
+            f"This dashboard listens on {address or 'every interface'} without a presenter "
+            f"key: start it with `./lab dashboard` (which makes one), or set {KEY_ENV}."
+        )
+    return key
+
+
+def session_role() -> str:
+    """This session's role; a presenter key in the address is checked, then removed from it."""
+    key = room_key()
+    if key is None:
+        return PRESENTER
+    table, session = role_table(), session_id()
+    given = st.query_params.get(KEY_PARAM)
+    if given is not None:
+        del st.query_params[KEY_PARAM]  # out of the address bar, the history and screenshots
+        if key_matches(given, key):
+            table.make_presenter(session)
+        else:
+            table.mark_wrong_key(session)
+    return PRESENTER if table.is_presenter(session) else VIEWER
+
+
+def is_presenter() -> bool:
+    try:
+        return session_role() == PRESENTER
+    except PresenterKeyError:
+        return False
+
+
+def require_presenter(action: str) -> None:
+    """The check each action makes on the server, before it touches anything."""
+    if not is_presenter():
+        raise refuse(action, session_id())
+
+
+def viewer_line() -> str:
+    """The one line a viewer reads at the top of each page."""
+    if role_table().gave_wrong_key(session_id()):
+        return (
+            "That presenter key is not this dashboard's: you are watching. The presenter link "
+            "is printed in the terminal where the dashboard started."
+        )
+    return (
+        "You are watching the presenter. To present, open the presenter link printed in the "
+        "terminal where the dashboard started."
+    )
