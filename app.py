@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import streamlit as st
 
+from engine.room import VIEWER, PresenterKeyError
 from pages._presenter import presenter_controls
-from pages._shared import mark_app_ran
+from pages._roles import session_role, viewer_line
+from pages._shared import mark_app_ran, show_error
 from pages._spark import autostart_spark
 from pages.cluster_panel import render_cluster_panel
 
@@ -32,6 +34,13 @@ navigation = st.navigation(
         st.Page("pages/replay.py", title="Replay", icon="⏪"),
     ]
 )
+# Serving a room: a viewer is told so on every page; a room with no key serves nothing.
+try:
+    if session_role() == VIEWER:
+        st.caption(f"👀 {viewer_line()}")
+except PresenterKeyError as exc:
+    show_error(exc)
+    st.stop()
 render_cluster_panel()
 presenter_controls()  # the projector's layout; before the page draws
 autostart_spark()  # the JVM takes 13-20 s; by the time someone opens Metrics it is up

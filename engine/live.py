@@ -193,15 +193,24 @@ def proxy_as_history(event: dict[str, Any]) -> dict[str, Any]:
 class RunWatch:
     """Follows a run's folder: one LevelWatch per level folder as the runner creates it."""
 
-    def __init__(self, folder: Path, levels: list[str], proxy_events: Path | None = None) -> None:
+    def __init__(
+        self,
+        folder: Path,
+        levels: list[str],
+        proxy_events: Path | None = None,
+        *,
+        proxy_offset: int | None = None,
+    ) -> None:
         self.folder, self.levels = folder, levels
         self.run_id = folder.name
         self.watches: dict[str, LevelWatch] = {}
         self.proxy: Tail | None = None
         if proxy_events is not None:
-            # The proxy's file is shared and long: read only what is written from now on.
-            size = proxy_events.stat().st_size if proxy_events.exists() else 0
-            self.proxy = Tail(proxy_events, offset=size)
+            # The proxy's file is shared and long: read only what is written from now on, or
+            # from where the run began (a viewer who starts following mid-run).
+            if proxy_offset is None:
+                proxy_offset = proxy_events.stat().st_size if proxy_events.exists() else 0
+            self.proxy = Tail(proxy_events, offset=proxy_offset)
 
     def poll(self) -> list[LevelSnapshot]:
         """Snapshots of the levels begun so far, in run order; the last is the one running."""

@@ -162,6 +162,14 @@ def _read_config(folder: Path) -> dict[str, Any]:
         return {}
 
 
+def run_status(run_id: str) -> str:
+    """"running", "complete" or "failed" from run.json; "missing" when it cannot be read."""
+    try:
+        return str(json.loads((run_folder(run_id) / "run.json").read_text())["status"])
+    except (OSError, json.JSONDecodeError, KeyError):
+        return "missing"
+
+
 def load_result(run_id: str) -> dict[str, Any]:
     """The run's result.json alone (no histories or verdicts); {"results": {}} before it ends."""
     folder = run_folder(run_id)

@@ -10,6 +10,7 @@ import streamlit as st
 from engine import logs
 from engine.cluster import Cluster
 from pages._log_common import not_ready, table
+from pages._roles import is_presenter, require_presenter
 from pages._shared import show_error
 
 STATUS_COLORS = {
@@ -104,7 +105,10 @@ def compaction_tab(cluster: Cluster | None) -> None:
 
     if cluster is None:
         not_ready()
+    elif not is_presenter():
+        st.caption("Writing records is the presenter's to do, on the shared screen.")
     elif st.button("Write, roll, and wait for the cleaner", type="primary"):
+        require_presenter("write records to a topic")
         settings = logs.CompactionSettings(
             min_cleanable_dirty_ratio=float(ratio),
             segment_ms=int(segment_ms),

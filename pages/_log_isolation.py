@@ -14,6 +14,7 @@ import streamlit as st
 from engine import logs, record
 from engine.cluster import Cluster
 from pages._log_common import not_ready, table, topic_picker
+from pages._roles import is_presenter, require_presenter
 from pages._shared import show_error
 
 KIND_COLORS = {
@@ -111,7 +112,12 @@ def open_transaction_demo(cluster: Cluster) -> None:
         "while read_uncommitted reads up to the HW. Then it commits, and reads again."
     )
     count = int(st.number_input("Records in the open transaction", 1, 100, 3))
-    if st.button("Run the demo", type="primary"):
+    if not is_presenter():
+        st.caption(
+            "Running the demo's transactions is the presenter's to do, on the shared screen."
+        )
+    elif st.button("Run the demo", type="primary"):
+        require_presenter("run transactions on the cluster")
         with st.status("Running the transactions…", expanded=True) as status:
             demo = logs.open_transaction_demo(
                 cluster.direct_bootstrap, open_records=count, progress=status.write

@@ -20,7 +20,9 @@ from engine.live import RunWatch
 from engine.nemesis import BROKER_FAULTS, reaches_beyond_level
 from engine.runner import new_run_id, run_scenario
 from engine.scenario import Scenario
+from pages._follow import Broadcast, proxy_start, room_feed
 from pages._live_view import LiveView
+from pages._roles import require_presenter
 from pages._shared import ClusterService, show_error
 
 POLL_S = 0.3  # the live view reads the history files this often
@@ -115,6 +117,7 @@ def run_live(
     cluster = service.cluster
     status = None
     try:
+        require_presenter("start a run")
         if cluster is None:
             raise LabError("The cluster is not ready yet; its progress shows in the sidebar.")
         if len(cluster.node_ids) < scenario.nodes:
@@ -131,8 +134,23 @@ def run_live(
         view = LiveView(status, levels, scenario.pipeline, together=together)
         run_id = new_run_id(scenario.name)
         proxy = Path(cluster.proxy.events_path) if cluster.proxy else None
-        watch = RunWatch(record.run_folder(run_id), levels, proxy_events=proxy)
+        proxy_offset = proxy_start(proxy)
+        watch = RunWatch(
+            record.run_folder(run_id), levels, proxy_events=proxy, proxy_offset=proxy_offset
+        )
         thread, job = start_run(service, cluster, scenario, levels, run_id)
+        # The room follows it: viewers' pages draw the same lanes from the same files.
+        room_feed().begin(
+            Broadcast(
+                run_id=run_id,
+                title=f"{scenario.name}: {scenario.title}",
+                levels=tuple(levels),
+                pipeline=scenario.pipeline,
+                together=together,
+                proxy_events=proxy,
+                proxy_offset=proxy_offset,
+            )
+        )
         while thread.is_alive():
             bar.progress(min(1.0, job.fraction))
             view.draw(watch.poll(), job.stage, job.stages)

@@ -19,6 +19,7 @@ import streamlit as st
 
 from engine.cluster import Cluster, current_cluster, forget_current, make_cluster, start_cluster
 from engine.errors import ClusterNotRunningError, LabError
+from pages._roles import require_presenter
 
 
 class SharedExclusiveLock:
@@ -105,6 +106,13 @@ class ClusterService:
     def ensure_started(
         self, *, backend: str = "local", nodes: int = 1, bootstrap: str | None = None
     ) -> None:
+        """Start a cluster, as a person asks from the sidebar (the presenter, in a room)."""
+        require_presenter("start a cluster")
+        self._ensure_started(backend=backend, nodes=nodes, bootstrap=bootstrap)
+
+    def _ensure_started(
+        self, *, backend: str = "local", nodes: int = 1, bootstrap: str | None = None
+    ) -> None:
         with self._lock:
             if self.state in ("starting", "ready"):
                 return
@@ -126,7 +134,7 @@ class ClusterService:
             if self.autostarted:
                 return
             self.autostarted = True
-        self.ensure_started(nodes=nodes)
+        self._ensure_started(nodes=nodes)  # the dashboard's own start, whoever opened it
 
     def restart(self, *, nodes: int) -> None:
         """Replace the dashboard's own local cluster with one of `nodes` nodes, in the background.
@@ -134,6 +142,7 @@ class ClusterService:
         The state is "starting" at once, so no new run begins; stopping waits for the runs in
         progress (the exclusive lock). Only a cluster the dashboard started is stopped.
         """
+        require_presenter("restart the cluster")
         with self._lock:
             cluster = self.cluster
             if self.state != "ready" or cluster is None:
@@ -180,6 +189,7 @@ class ClusterService:
             self.state, self.error = "failed", f"The cluster could not start: {exc}"
 
     def stop(self) -> None:
+        require_presenter("stop the cluster")
         with self.usage.exclusive(), self._lock:
             if self.cluster is not None:
                 self.cluster.stop()
@@ -189,6 +199,7 @@ class ClusterService:
 
     def node_action(self, action: str, node_id: int) -> None:
         """Kill, pause, resume or restart a node; one at a time, announced to every session."""
+        require_presenter(f"{action} a broker")
         with self.usage.exclusive():
             if self.cluster is None:
                 raise ClusterNotRunningError("No cluster is running; start one first.")

@@ -8,6 +8,8 @@ from collections import Counter
 
 import streamlit as st
 
+from engine.errors import LabError
+from pages._roles import is_presenter
 from pages._shared import ClusterService, cluster_service, show_error
 
 STATE_ICONS = {"running": "🟢", "paused": "🟡", "down": "🔴"}
@@ -40,7 +42,7 @@ def _status(service: ClusterService) -> None:
         return
     if service.state == "failed":
         st.error(service.error or "The cluster could not start.", icon="⚠️")
-        if st.button("Try again"):
+        if is_presenter() and st.button("Try again"):
             service.state = "idle"
             st.rerun()
         return
@@ -90,6 +92,9 @@ def _status(service: ClusterService) -> None:
             f"direct (admin, checkers, kcat):    {status.direct_bootstrap}"
         )
 
+    if not is_presenter():  # a viewer watches the cluster; the presenter acts on it
+        _announcements(service)
+        return
     if cluster.supports_broker_faults:
         node_id = st.selectbox("Node", cluster.node_ids, key="fault_node")
         actions = ("kill", "pause", "resume", "restart")
@@ -102,8 +107,16 @@ def _status(service: ClusterService) -> None:
                     except Exception as exc:
                         show_error(exc)
     if st.button("Stop cluster", type="secondary"):
-        service.stop()
-        st.rerun()
+        try:
+            service.stop()
+        except LabError as exc:
+            show_error(exc)
+        else:
+            st.rerun()
+    _announcements(service)
+
+
+def _announcements(service: ClusterService) -> None:
     recent = [a for a in service.announcements if time.time() - a.at < 30]
     for note in recent[-3:]:
         st.info(f"{time.strftime('%H:%M:%S', time.localtime(note.at))} · {note.text}")
@@ -111,6 +124,9 @@ def _status(service: ClusterService) -> None:
 
 def _start_controls(service: ClusterService) -> None:
     st.write("No cluster is running.")
+    if not is_presenter():
+        st.caption("The presenter starts one.")
+        return
     backend = st.radio(
         "Backend",
         ["local", "docker", "external"],
@@ -123,5 +139,9 @@ def _start_controls(service: ClusterService) -> None:
         st.text_input("Bootstrap servers", "localhost:9092") if backend == "external" else None
     )
     if st.button("Start", type="primary"):
-        service.ensure_started(backend=backend, nodes=nodes, bootstrap=bootstrap)
-        st.rerun()
+        try:
+            service.ensure_started(backend=backend, nodes=nodes, bootstrap=bootstrap)
+        except LabError as exc:
+            show_error(exc)
+        else:
+            st.rerun()

@@ -17,6 +17,7 @@ from engine.cost import published, report
 from engine.cost.suite import QUICK_MESSAGES, QuickResult, run_quick
 from engine.cost.throughput import BASELINE, Matrix
 from engine.errors import LabError
+from pages._roles import is_presenter
 from pages._shared import cluster_service, require_app, show_error
 
 README = Path(__file__).resolve().parent.parent / "benchmarks" / "README.md"
@@ -172,7 +173,10 @@ with st.expander("Parameters"):
         value=True,
         key="cost_yardsticks",
     )
-if st.button("▶ Run the quick benchmark", type="primary", disabled=not ready, key="cost_run"):
+# Only the presenter loads the cluster: a quick run beside a class's runs skews both.
+if is_presenter() and st.button(
+    "▶ Run the quick benchmark", type="primary", disabled=not ready, key="cost_run"
+):
     try:
         cluster = service.cluster
         if cluster is None:

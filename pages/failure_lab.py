@@ -8,7 +8,9 @@ from engine import record
 from engine.errors import LabError
 from engine.levels import LEVELS
 from engine.scenario import ScenarioError, list_scenarios, load_scenario
+from pages._follow import follow_panel
 from pages._presenter import presenter_on
+from pages._roles import is_presenter
 from pages._run_control import run_live
 from pages._run_view import render_run
 from pages._shared import ClusterService, cluster_service, node_advice, require_app, show_error
@@ -27,6 +29,9 @@ def restart_progress(service: ClusterService) -> None:
 
 
 st.title("Failure lab")
+viewer = not is_presenter()
+if viewer and follow_panel("lab"):
+    st.stop()  # following: the presenter's run, live, then its result
 scenarios = list_scenarios()
 if not scenarios:
     st.error("No scenario files were found in scenarios/.")
@@ -114,12 +119,16 @@ elif service.cluster is not None:
     )
     if too_small is not None:
         st.info(too_small.text, icon="🧩")
-        if too_small.restart_nodes and st.button(
-            f"Restart the cluster with {too_small.restart_nodes} nodes and run",
-            key="lab_restart",
-            type="primary",
-            help="Stops the dashboard's cluster (recorded runs keep their saved records), "
-            "starts one with more nodes, then runs this scenario.",
+        if (
+            too_small.restart_nodes
+            and not viewer
+            and st.button(
+                f"Restart the cluster with {too_small.restart_nodes} nodes and run",
+                key="lab_restart",
+                type="primary",
+                help="Stops the dashboard's cluster (recorded runs keep their saved records), "
+                "starts one with more nodes, then runs this scenario.",
+            )
         ):
             try:
                 service.restart(nodes=too_small.restart_nodes)
@@ -141,7 +150,10 @@ def show_run(run_id: str) -> None:
 
 # Each scenario keeps its own latest run, so a result never shows under another's heading.
 runnable = ready and bool(levels) and not cannot_teach and too_small is None
-pressed = run_slot.button("▶ Run", type="primary", disabled=not runnable, key="lab_run")
+# A viewer has no Run: the presenter runs, the room follows (run_live refuses viewers too).
+pressed = not viewer and run_slot.button(
+    "▶ Run", type="primary", disabled=not runnable, key="lab_run"
+)
 if pressed or (autorun and runnable):
     st.session_state.pop("lab_autorun", None)
     run_live(service, scenario, levels, show=show_run)

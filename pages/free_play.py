@@ -28,7 +28,9 @@ from engine.freeplay import (
 )
 from engine.levels import CORE_LEVELS, LEVELS
 from engine.live import LevelSnapshot, RunWatch
+from pages._follow import Broadcast, follow_panel, proxy_start, room_feed
 from pages._live_view import LiveView
+from pages._roles import is_presenter, require_presenter
 from pages._run_view import render_run
 from pages._shared import cluster_service, require_app, show_error
 
@@ -80,6 +82,10 @@ st.markdown(
     "**Wake**: SIGSTOP and SIGCONT. **Kill the partition leader** (3 nodes): SIGKILL of the "
     "broker's JVM. The counts below come from what the clients have written, as they write it."
 )
+
+if not is_presenter():  # the room watches the presenter's stream, live
+    follow_panel("free_play")
+    st.stop()
 
 service = cluster_service()
 cluster = service.cluster if service.state == "ready" else None
@@ -164,6 +170,7 @@ def hold_for(settings: FreePlaySettings) -> AbstractContextManager[None]:
 
 def start(settings: FreePlaySettings) -> None:
     try:
+        require_presenter("start free play")
         if cluster is None:
             raise LabError("The cluster is not ready yet; its progress shows in the sidebar.")
         new = FreePlay(cluster, settings, hold=lambda: hold_for(settings))
@@ -171,9 +178,23 @@ def start(settings: FreePlaySettings) -> None:
         show_error(exc)
         return
     proxy = Path(cluster.proxy.events_path) if cluster.proxy else None
+    offset = proxy_start(proxy)
     # The watch follows the session's folder from its first line; it lives with the session.
-    st.session_state[WATCH] = RunWatch(new.folder, list(settings.levels), proxy_events=proxy)
+    st.session_state[WATCH] = RunWatch(
+        new.folder, list(settings.levels), proxy_events=proxy, proxy_offset=offset
+    )
     st.session_state[SESSION] = new.start()
+    room_feed().begin(
+        Broadcast(
+            run_id=new.run_id,
+            title="Free play",
+            levels=tuple(settings.levels),
+            pipeline="stream",
+            together=True,
+            proxy_events=proxy,
+            proxy_offset=offset,
+        )
+    )
     st.rerun()  # the page again, with the settings closed and the live panel open
 
 
@@ -199,6 +220,7 @@ def strike_buttons(live: FreePlay) -> None:
         refused = live.refused(kind)
         if column.button(label, key=f"fp_{kind}", disabled=refused is not None, help=what):
             try:
+                require_presenter("strike a fault")
                 live.strike(kind)
             except LabError as exc:
                 show_error(exc)

@@ -12,6 +12,8 @@ from engine import record
 from engine.errors import LabError
 from engine.lesson import list_lessons, load_lesson
 from engine.scenario import list_scenarios, load_scenario
+from pages._follow import follow_panel
+from pages._roles import is_presenter
 from pages._run_control import run_live
 from pages._run_view import render_run
 from pages._shared import cluster_service, require_app, show_error
@@ -29,6 +31,12 @@ st.markdown(
     "{font-size: 3rem !important; line-height: 1.2;}</style>",
     unsafe_allow_html=True,
 )
+
+if not is_presenter():
+    st.title("Lesson")
+    st.markdown("The presenter leads the lesson; its runs show here as they happen.")
+    follow_panel("lesson")
+    st.stop()
 
 lessons = list_lessons()
 if not lessons:

@@ -19,6 +19,7 @@ import streamlit as st
 from engine import record
 from engine.errors import LabError
 from engine.scenario import list_scenarios, load_scenario
+from pages._roles import is_presenter
 from pages._run_control import run_live
 from pages._shared import cluster_service, require_app, show_error
 
@@ -36,7 +37,7 @@ st.markdown(
 )
 
 service = cluster_service()
-if st.button(
+if is_presenter() and st.button(
     "▶ Run the zombie scenario (exactly-once)", type="primary", disabled=service.state != "ready"
 ):
     scenario = load_scenario(list_scenarios()["zombie"])

@@ -18,6 +18,12 @@ os.environ.setdefault("LAB_STATE_DIR", str(_SESSION_DIR / "state"))
 os.environ.setdefault("LAB_RUNS_DIR", str(_SESSION_DIR / "runs"))
 # AppTest runs app.py in this process: only the Metrics page's tests should start Spark.
 os.environ.setdefault("LAB_SPARK_AUTOSTART", "0")
+# AppTest leaves server.address unset, which is Streamlit's "every interface", a room; the
+# pages are tested as `./lab dashboard` serves them by default, on loopback (the room's own
+# tests bind 0.0.0.0 themselves).
+from streamlit import config  # noqa: E402
+
+config.set_option("server.address", "127.0.0.1")
 
 
 @pytest.fixture(scope="session")

@@ -10,7 +10,11 @@ APP = str(paths.REPO_ROOT / "app.py")
 
 
 def test_free_play_without_a_cluster_says_so_and_cannot_start(monkeypatch):
+    from pages._shared import cluster_service
+
     monkeypatch.setenv("LAB_AUTOSTART", "0")
+    (paths.state_dir() / "current.json").unlink(missing_ok=True)
+    cluster_service.clear()  # a server process with no cluster (an earlier test may have one)
     at = AppTest.from_file(APP, default_timeout=30).run()
     at.switch_page("pages/free_play.py").run()
     assert not at.exception

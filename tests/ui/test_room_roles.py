@@ -1,0 +1,148 @@
+"""Serving a room, in Streamlit's own test runner: who sees which control, and what a viewer's
+session is refused on the server even when it calls the actions directly."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+from streamlit import config
+from streamlit.testing.v1 import AppTest
+
+from engine import paths
+from engine.room import KEY_ENV
+
+APP = str(paths.REPO_ROOT / "app.py")
+KEY = "room-test-key-0123456789"
+
+
+@pytest.fixture
+def room(monkeypatch):
+    """A dashboard bound to every interface, with a known presenter key and no cluster."""
+    monkeypatch.setenv(KEY_ENV, KEY)
+    monkeypatch.setenv("LAB_AUTOSTART", "0")
+    monkeypatch.setenv("LAB_SPARK_AUTOSTART", "0")
+    from pages._follow import room_feed
+    from pages._roles import role_table
+
+    # AppTest gives every test the same session id: start each with no presenter known, and
+    # with no run announced (the other tests' runs in this process would be).
+    role_table.clear()
+    room_feed.clear()
+    before = config.get_option("server.address")
+    config.set_option("server.address", "0.0.0.0")
+    yield
+    config.set_option("server.address", before)
+
+
+def labels(at: AppTest) -> set[str]:
+    return {b.label for b in at.button}
+
+
+def texts(at: AppTest) -> str:
+    return "\n".join(str(e.value) for e in [*at.caption, *at.markdown, *at.info, *at.error])
+
+
+def test_a_browser_without_the_key_is_a_viewer_with_no_control(room):
+    at = AppTest.from_file(APP, default_timeout=30).run()
+    assert not at.exception
+    assert "You are watching the presenter" in texts(at)
+    at.switch_page("pages/failure_lab.py").run()
+    assert not at.exception
+    assert "▶ Run" not in labels(at)
+    assert [t.label for t in at.toggle] == ["Follow the presenter"]
+    assert "has not started a run yet" in texts(at)
+    # Not following: the page to look around in, still without Run.
+    at.toggle(key="follow_lab").set_value(False).run()
+    assert not at.exception
+    assert "▶ Run" not in labels(at)
+    assert at.selectbox(key="lab_scenario").value == "ack-loss"
+    for page in ("pages/free_play.py", "pages/lesson.py", "pages/zombie.py", "pages/cost.py"):
+        at.switch_page(page).run()
+        assert not at.exception, page
+        assert not {"▶ Start free play", "Lock in the prediction", "▶ Run the quick benchmark"} & (
+            labels(at)
+        ), page
+        assert not any(label.startswith("▶ Run the zombie") for label in labels(at)), page
+
+
+def test_a_wrong_key_gives_a_viewer_and_says_so(room):
+    at = AppTest.from_file(APP, default_timeout=30)
+    at.query_params["key"] = "not-the-key"
+    at.run()
+    assert "That presenter key is not this dashboard's" in texts(at)
+    assert "key" not in at.query_params
+
+
+def test_the_presenter_link_makes_the_presenter_and_leaves_the_address(room):
+    at = AppTest.from_file(APP, default_timeout=30)
+    at.query_params["key"] = KEY
+    at.run()
+    assert not at.exception
+    assert "key" not in at.query_params  # gone from the address bar at once
+    assert "You are watching" not in texts(at)
+    at.switch_page("pages/failure_lab.py").run()  # another page, no key in its address
+    assert "▶ Run" in labels(at)
+
+
+VIEWER_CALLS = {
+    "run": """
+from engine.scenario import list_scenarios, load_scenario
+from pages._run_control import run_live
+from pages._shared import cluster_service
+scenario = load_scenario(list_scenarios()["ack-loss"])
+st.session_state["out"] = run_live(cluster_service(), scenario, scenario.levels)
+""",
+    "node": """
+from pages._shared import cluster_service
+cluster_service().node_action("kill", 1)
+""",
+    "stop": """
+from pages._shared import cluster_service
+cluster_service().stop()
+""",
+    "restart": """
+from pages._shared import cluster_service
+cluster_service().restart(nodes=3)
+""",
+    "start": """
+from pages._shared import cluster_service
+cluster_service().ensure_started(nodes=1)
+""",
+}
+
+
+@pytest.mark.parametrize("action", list(VIEWER_CALLS))
+def test_a_viewer_calling_an_action_directly_is_refused_on_the_server(room, action, caplog):
+    """What a crafted request could reach at most: the action's own entry point, called
+    from a viewer's session. Each refuses before touching anything, and the refusal is
+    logged."""
+    from pages._shared import cluster_service
+
+    service = cluster_service()
+    state = service.state
+    script = "import streamlit as st\n" + VIEWER_CALLS[action]
+    at = AppTest.from_string(script, default_timeout=30).run()
+    shown = [str(e.value) for e in at.error]
+    refused = [str(e.value) for e in at.exception] + shown
+    assert any("Only the presenter can" in text for text in refused), refused
+    assert service.state == state
+    assert "refused: a viewer's session" in caplog.text
+    if action == "run":
+        assert at.session_state["out"] is None
+
+
+def test_a_room_with_an_empty_key_refuses_to_start_in_one_line(tmp_path):
+    env = {"PATH": "/usr/bin:/bin", KEY_ENV: "", "LAB_STATE_DIR": str(tmp_path)}
+    done = subprocess.run(
+        [sys.executable, "-m", "engine", "dashboard", "--address", "0.0.0.0", "--port", "0"],
+        cwd=paths.REPO_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode != 0
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and "LAB_PRESENTER_KEY is empty" in lines[0], done.stderr
