@@ -1,6 +1,9 @@
 """Wall time of every scenario on a warm embedded cluster, and the counts it produced.
 
     .venv/bin/python -m benchmarks.scenario_times
+    .venv/bin/python -m benchmarks.scenario_times --browser [--repeats 5]
+
+The second form is the click-to-verdict measurement in Chromium (benchmarks/click_to_verdict.py).
 
 Starts a warm 1-node and a 3-node cluster (not timed), then runs each scenario file once,
 timing from the call to its return (topic creation, every level, read-back, checking and
@@ -10,6 +13,7 @@ recording included). Prints a Markdown table for the README.
 from __future__ import annotations
 
 import os
+import sys
 import tempfile
 import time
 
@@ -19,6 +23,12 @@ from engine.scenario import list_scenarios, load_scenario
 
 
 def main() -> None:
+    if "--browser" in sys.argv:
+        from benchmarks import click_to_verdict
+
+        sys.argv.remove("--browser")
+        click_to_verdict.main()
+        return
     os.environ.setdefault("LAB_STATE_DIR", tempfile.mkdtemp(prefix="lab-bench-"))
     os.environ.setdefault("LAB_RUNS_DIR", tempfile.mkdtemp(prefix="lab-bench-runs-"))
     clusters = {

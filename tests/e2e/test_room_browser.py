@@ -1,0 +1,172 @@
+"""Serving a room, in Chromium: a presenter and a viewer in two browser contexts.
+
+The dashboard is bound to 0.0.0.0, as `LAB_ADDRESS=0.0.0.0 ./lab dashboard` serves a room, and
+reached through 127.0.0.1 only: the role follows the address the server is bound to, not
+the client's. The viewer sees no control, follows the presenter's run while it runs, and
+ends with the presenter's counts; the presenter stays the presenter after the key has left
+the address bar.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import time
+from collections.abc import Iterator
+
+import pytest
+from playwright.sync_api import Error as PlaywrightError
+from playwright.sync_api import expect
+
+from engine import paths
+from engine.dashboard import serve_dashboard
+from engine.room import KEY_ENV, make_key
+
+pytestmark = pytest.mark.kafka
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+ARTIFACTS = paths.REPO_ROOT / "test-artifacts"
+KEY = make_key()
+CONTROLS = ("▶ Run", "Stop cluster", "kill", "pause", "restart", "▶ Start free play")
+
+
+@pytest.fixture(scope="module")
+def room(tmp_path_factory) -> Iterator[str]:
+    state = tmp_path_factory.mktemp("room")
+    env = {
+        **os.environ,
+        "LAB_STATE_DIR": str(state / "state"),
+        "LAB_RUNS_DIR": str(state / "runs"),
+        "LAB_AUTOSTART": "1",
+        "LAB_SPARK_AUTOSTART": "0",
+        KEY_ENV: KEY,
+    }
+    server, url = serve_dashboard(env, address="0.0.0.0")
+    try:
+        yield url
+    finally:
+        server.terminate()
+        server.wait(30)
+        time.sleep(2)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator:
+    from playwright.sync_api import sync_playwright
+
+    if CHROMIUM is None:
+        pytest.fail("Chromium is installed by `./lab test` (Debian package chromium)")
+    ARTIFACTS.mkdir(exist_ok=True)
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        yield browser
+        browser.close()
+
+
+def new_tab(browser):
+    context = browser.new_context(viewport={"width": 1920, "height": 1080})
+    tab = context.new_page()
+    tab.set_default_timeout(120_000)
+    return context, tab
+
+
+def lane_value(tab, title: str, label: str) -> int | None:
+    heading = tab.get_by_role("heading", name=title, exact=True)
+    lane = tab.locator("[data-testid='stColumn']", has=heading).last
+    card = lane.locator("[data-testid='stMetric']", has_text=label)
+    try:
+        return int(card.locator("[data-testid='stMetricValue']").first.inner_text(timeout=1000))
+    except (PlaywrightError, ValueError):
+        return None
+
+
+def test_the_viewer_follows_the_presenters_run_and_has_no_control(browser, room):
+    p_context, presenter = new_tab(browser)
+    v_context, viewer = new_tab(browser)
+    try:
+        presenter.goto(f"{room}/failure_lab?{'key'}={KEY}")
+        presenter.get_by_role("heading", name="Failure lab").wait_for()
+        expect(presenter).to_have_url(re.compile(r"/failure_lab$"))  # the key left the address
+        presenter.get_by_text("node 1: running").wait_for(timeout=180_000)
+
+        viewer.goto(f"{room}/failure_lab")
+        expect(viewer.get_by_text("You are watching the presenter")).to_be_visible()
+        expect(viewer.get_by_text("has not started a run yet")).to_be_visible()
+        viewer.get_by_text("node 1: running").wait_for(timeout=60_000)  # sees the cluster
+        for name in CONTROLS:
+            expect(viewer.get_by_role("button", name=name, exact=True)).to_have_count(0)
+
+        # The presenter picks consumer-crash with a slower processor, and runs it.
+        presenter.get_by_role("combobox", name="Scenario").click()
+        presenter.get_by_role("option", name="consumer-crash").click()
+        presenter.get_by_text("Parameters").click()
+        work = presenter.get_by_role("spinbutton", name="Processing time per message (ms)")
+        work.fill("60")
+        work.press("Enter")
+        presenter.get_by_text("Parameters").click()
+        presenter.get_by_role("button", name="▶ Run").click()
+
+        # The viewer, without touching anything, sees the run live: a counter that grows
+        # before the presenter's page says Done.
+        done = presenter.get_by_text("Done: run")
+        expect(viewer.get_by_text("The presenter is running consumer-crash")).to_be_visible()
+        seen: list[int] = []
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and not (len(seen) > 1 and seen[-1] > seen[0]):
+            value = lane_value(viewer, "At least once", "Outputs written")
+            if value is not None:
+                seen.append(value)
+            time.sleep(0.2)
+        assert len(seen) > 1 and seen[-1] > seen[0], seen
+        expect(done).to_have_count(0)  # it grew while the run was still going
+        viewer.screenshot(path=str(ARTIFACTS / "viewer-following-1080.png"))
+
+        done.wait_for(timeout=240_000)
+        run_id = done.inner_text().split("Done: run")[-1].strip()
+        # Then the viewer shows the result: the same run and the same counts.
+        expect(viewer.get_by_text(f"Run {run_id}", exact=False)).to_be_visible(timeout=30_000)
+        for tab in (presenter, viewer):
+            delivered = tab.locator("[data-testid='stMetric']", has_text="Delivered")
+            expect(delivered.first).to_be_visible()
+        counts = {}
+        for name, tab in (("presenter", presenter), ("viewer", viewer)):
+            cards = tab.locator("[data-testid='stMetric']").filter(visible=True)
+            counts[name] = [
+                t
+                for t in cards.all_inner_texts()
+                if t.split()[0] in ("Delivered", "Duplicates", "Lost")
+            ]
+        assert counts["viewer"] and counts["viewer"] == counts["presenter"], counts
+
+        # The presenter is still the presenter on another page and back, with no key.
+        presenter.goto(f"{room}/failure_lab")  # a new session: the link is needed again
+        expect(presenter.get_by_text("You are watching the presenter")).to_be_visible()
+    finally:
+        p_context.close()
+        v_context.close()
+
+
+def test_a_wrong_key_is_a_viewer_and_the_presenter_keeps_its_role_across_pages(browser, room):
+    v_context, viewer = new_tab(browser)
+    p_context, presenter = new_tab(browser)
+    try:
+        viewer.goto(f"{room}/failure_lab?key=not-{KEY}")
+        expect(viewer.get_by_text("That presenter key is not this dashboard's")).to_be_visible()
+        expect(viewer).to_have_url(re.compile(r"/failure_lab$"))
+        expect(viewer.get_by_role("button", name="▶ Run")).to_have_count(0)
+        # Not following: looking around, still without a control.
+        viewer.get_by_text("Follow the presenter").click()
+        expect(viewer.get_by_role("combobox", name="Scenario")).to_be_visible()
+        expect(viewer.get_by_role("button", name="▶ Run")).to_have_count(0)
+
+        presenter.goto(f"{room}/?key={KEY}")
+        presenter.get_by_role("heading", name="Kafka failure lab").wait_for()
+        # Through the sidebar (the same session): the key is gone, the role stays.
+        presenter.get_by_role("link", name="Failure lab").click()
+        expect(presenter.get_by_role("button", name="▶ Run")).to_be_visible()
+        assert "key=" not in presenter.url
+        expect(presenter.get_by_role("button", name="Stop cluster")).to_be_visible()
+    finally:
+        p_context.close()
+        v_context.close()
