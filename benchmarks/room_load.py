@@ -49,11 +49,14 @@ def rss_mb(pid: int) -> float:
     return 0.0
 
 
-def presenter_run(tab, url: str, name: str) -> tuple[float, float, str]:
-    """(click-to-verdict seconds, the moment the verdict showed, run id)."""
+def presenter_run(tab, url: str, key: str, name: str) -> tuple[float, float, str]:
+    """(click-to-verdict seconds, the moment the verdict showed, run id).
+
+    Each load of the page is a new session, so it carries the presenter link's key.
+    """
     from playwright.sync_api import expect
 
-    tab.goto(f"{url}/failure_lab")
+    tab.goto(f"{url}/failure_lab?key={key}")
     tab.get_by_role("combobox", name="Scenario").click()
     tab.get_by_role("option", name=name, exact=True).click()
     run = tab.get_by_role("button", name="▶ Run")
@@ -98,11 +101,11 @@ def main() -> None:
             lead.goto(f"{url}/?key={key}")
             lead.get_by_text("node 1: running").wait_for(timeout=300_000)
             for name in SCENARIOS:  # warm-up, untimed
-                presenter_run(lead, url, name)
+                presenter_run(lead, url, key, name)
             memory[0] = rss_mb(server.pid)
             for name in SCENARIOS:
                 results[(name, 0)] = [
-                    presenter_run(lead, url, name)[0] for _ in range(args.repeats)
+                    presenter_run(lead, url, key, name)[0] for _ in range(args.repeats)
                 ]
                 print(f"{name}, 0 viewers: {results[(name, 0)]}", flush=True)
             viewers = []
@@ -119,7 +122,7 @@ def main() -> None:
             for name in SCENARIOS:
                 times = []
                 for _ in range(args.repeats):
-                    elapsed, shown_at, run_id = presenter_run(lead, url, name)
+                    elapsed, shown_at, run_id = presenter_run(lead, url, key, name)
                     times.append(elapsed)
                     deadline = time.time() + 60
                     pending = list(viewers)
