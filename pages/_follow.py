@@ -10,6 +10,7 @@ result. Nothing is pushed from the presenter's session, so a slow viewer never s
 from __future__ import annotations
 
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,12 +18,14 @@ import streamlit as st
 
 from engine import record
 from engine.errors import LabError
-from engine.live import RunWatch
+from engine.live import LevelSnapshot, RunWatch
 from pages._live_view import LiveView
 from pages._run_view import render_run
 from pages._shared import show_error
 
-POLL_S = 0.5
+POLL_S = 0.5  # while the presenter's run goes on
+IDLE_POLL_S = 2.0  # between runs: only to notice the next one begin
+SHARED_READ_S = 0.25  # the run's files are read at most this often, for all viewers at once
 
 
 @dataclass(frozen=True)
@@ -46,21 +49,41 @@ class RoomFeed:
     """The presenter's latest run; `version` changes whenever a new one begins.
 
     Whether it has ended is read from its own record (run.json), which the run writes when it
-    ends, wherever the presenter's page is by then.
+    ends, wherever the presenter's page is by then. The run's history files are read for
+    every viewer at once, at most every SHARED_READ_S: a room of thirty would otherwise read
+    them thirty times over, in the process that also drives the run.
     """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self.current: Broadcast | None = None
         self.version = 0
+        self._watch: RunWatch | None = None
+        self._snapshots: list[LevelSnapshot] = []
+        self._read_at = 0.0
 
     def begin(self, broadcast: Broadcast) -> None:
+        watch = RunWatch(
+            record.run_folder(broadcast.run_id),
+            list(broadcast.levels),
+            broadcast.proxy_events,
+            proxy_offset=broadcast.proxy_offset,
+        )
         with self._lock:
             self.current, self.version = broadcast, self.version + 1
+            self._watch, self._snapshots, self._read_at = watch, [], 0.0
 
     def snapshot(self) -> tuple[int, Broadcast | None]:
         with self._lock:
             return self.version, self.current
+
+    def live_snapshots(self) -> list[LevelSnapshot]:
+        """The current run's counts so far, read again when the last read is old enough."""
+        with self._lock:
+            if self._watch is not None and time.monotonic() - self._read_at >= SHARED_READ_S:
+                self._snapshots = self._watch.poll()
+                self._read_at = time.monotonic()
+            return self._snapshots
 
 
 @st.cache_resource
@@ -81,7 +104,10 @@ def follow_panel(where: str) -> bool:
         return False
     version, current = room_feed().snapshot()
     finished = current is not None and record.run_status(current.run_id) != "running"
-    _watch(version, current, finished)
+    if current is None or finished:
+        _wait_for_a_run(version)
+    else:
+        _watch_run(version, current)
     if current is not None and finished:
         st.markdown(f"#### The presenter's latest run: {current.title}")
         try:
@@ -91,30 +117,24 @@ def follow_panel(where: str) -> bool:
     return True
 
 
-@st.fragment(run_every=POLL_S)
-def _watch(version: int, current: Broadcast | None, finished: bool) -> None:
-    """Redraws the live lanes; draws the whole page again when a run begins or ends."""
-    if room_feed().snapshot()[0] != version:
+@st.fragment(run_every=IDLE_POLL_S)
+def _wait_for_a_run(version: int) -> None:
+    """Between runs: draws the whole page again when the presenter starts the next one."""
+    version_now, current = room_feed().snapshot()
+    if version_now != version:
         st.rerun(scope="app")
     if current is None:
         st.info("The presenter has not started a run yet; it will show here as it happens.")
-        return
-    if finished:
-        return
-    if record.run_status(current.run_id) != "running":
+
+
+@st.fragment(run_every=POLL_S)
+def _watch_run(version: int, current: Broadcast) -> None:
+    """During a run: the live lanes; the whole page again when it ends or another begins."""
+    feed = room_feed()
+    if feed.snapshot()[0] != version or record.run_status(current.run_id) != "running":
         st.rerun(scope="app")
-    key = "follow_watch"
-    held = st.session_state.get(key)
-    if held is None or held[0] != current.run_id:
-        watch = RunWatch(
-            record.run_folder(current.run_id),
-            list(current.levels),
-            current.proxy_events,
-            proxy_offset=current.proxy_offset,
-        )
-        held = st.session_state[key] = (current.run_id, watch)
     st.markdown(f"#### The presenter is running {current.title}")
     view = LiveView(
         st.container(), list(current.levels), current.pipeline, together=current.together
     )
-    view.draw(held[1].poll(), "following the presenter's run")
+    view.draw(feed.live_snapshots(), "following the presenter's run")
