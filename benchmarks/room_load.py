@@ -1,13 +1,16 @@
 """A room's load: the presenter runs ack-loss and zombie while viewers follow in Chromium.
 
-    .venv/bin/python -m benchmarks.room_load [--viewers 30] [--repeats 3]
+    .venv/bin/python -m benchmarks.room_load [--viewers 30] [--repeats 3] [--client ws|browser]
 
 Serves the dashboard bound to 0.0.0.0 with a presenter key (reached through 127.0.0.1), as
 `LAB_ADDRESS=0.0.0.0 ./lab dashboard` serves a room, with its own 1-node cluster. One
 Chromium page is the presenter; the viewers are further pages, each in its own browser
-context (its own Streamlit session), open on the Failure lab and following. Real browser
-pages, not a lighter websocket client: a viewer's page polls the feed from a fragment whose
-timer lives in the browser, so only a browser exercises what a room's browsers do.
+context (its own Streamlit session), open on the Failure lab and following. The viewers are
+clients of Streamlit's websocket protocol by default (benchmarks/ws_viewer.py): they ask of
+the server exactly what a browser asks (the page, then each fragment at the interval the
+server sets) without drawing anything. Thirty Chromium pages do not fit on two cores beside
+the dashboard and the run: with 5 of them, the presenter's ack-loss went from 2.7 to 8.5 s,
+the browsers' rendering taking the CPU the run needs. `--client browser` uses Chromium pages.
 
 For each scenario: the presenter's click-to-verdict (Run pressed until "Done: run" and a count
 card) with no viewers, then with the viewers following; for each viewer, when its page first
@@ -19,13 +22,17 @@ children excluded) with and without the viewers. Prints Markdown.
 from __future__ import annotations
 
 import argparse
+import asyncio
+import json
 import os
 import shutil
 import statistics
 import tempfile
+import threading
 import time
 from pathlib import Path
 
+from benchmarks.ws_viewer import WsViewer
 from engine.dashboard import serve_dashboard
 from engine.room import KEY_ENV, make_key
 
@@ -70,11 +77,68 @@ def presenter_run(tab, url: str, key: str, name: str) -> tuple[float, float, str
     return elapsed, shown_at, done.inner_text().split("Done: run")[-1].strip()
 
 
+class Room:
+    """The viewers: websocket clients on their own event loop, or Chromium pages."""
+
+    def __init__(self, url: str, count: int, client: str, browser) -> None:
+        self.url, self.count, self.client, self.browser = url, count, client, browser
+        self.pages: list = []
+        self.viewers: list[WsViewer] = []
+        self.loop = asyncio.new_event_loop()
+        self.stop = asyncio.Event()
+        self.thread: threading.Thread | None = None
+
+    def open(self) -> None:
+        if self.client == "browser":
+            for _ in range(self.count):
+                context = self.browser.new_context(viewport={"width": 1280, "height": 800})
+                context.add_init_script(WATCH_SCRIPT)
+                page = context.new_page()
+                page.set_default_timeout(300_000)
+                page.goto(f"{self.url}/failure_lab")
+                self.pages.append(page)
+            for page in self.pages:
+                page.get_by_text("Follow the presenter").first.wait_for()
+            return
+        self.viewers = [WsViewer(self.url, "failure_lab") for _ in range(self.count)]
+
+        async def serve() -> None:
+            self.stop = asyncio.Event()
+            await asyncio.gather(*(v.run(self.stop) for v in self.viewers))
+
+        self.thread = threading.Thread(target=self.loop.run_until_complete, args=(serve(),))
+        self.thread.start()
+        deadline = time.time() + 120
+        while time.time() < deadline and not all(v.timers for v in self.viewers):
+            time.sleep(0.2)  # every viewer has its page and its fragment's timer
+
+    def wait_for(self, run_id: str, timeout: float) -> list[float]:
+        """When each viewer first showed the run's result (epoch s); those that did."""
+        deadline = time.time() + timeout
+        while True:
+            if self.client == "browser":
+                seen = [p.evaluate("window.__seen").get(run_id) for p in self.pages]
+            else:
+                seen = [v.seen.get(run_id) for v in self.viewers]
+            done = [t for t in seen if t is not None]
+            if len(done) == self.count or time.time() > deadline:
+                return done
+            time.sleep(0.2)
+
+    def close(self) -> None:
+        if self.thread is not None:
+            self.loop.call_soon_threadsafe(self.stop.set)
+            self.thread.join(30)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--viewers", type=int, default=30)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--client", choices=("ws", "browser"), default="ws")
+    parser.add_argument("--scenario", action="append", choices=SCENARIOS)
     args = parser.parse_args()
+    scenarios = tuple(args.scenario or SCENARIOS)
     from playwright.sync_api import sync_playwright
 
     key = make_key()
@@ -90,8 +154,8 @@ def main() -> None:
     server, url = serve_dashboard(env, address="0.0.0.0")
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
     results: dict[tuple[str, int], list[float]] = {}
-    lags: dict[str, list[float]] = {name: [] for name in SCENARIOS}
-    missing: dict[str, int] = {name: 0 for name in SCENARIOS}
+    lags: dict[str, list[float]] = {name: [] for name in scenarios}
+    missing: dict[str, int] = {name: 0 for name in scenarios}
     memory: dict[int, float] = {}
     try:
         with sync_playwright() as pw:
@@ -100,42 +164,31 @@ def main() -> None:
             lead.set_default_timeout(300_000)
             lead.goto(f"{url}/?key={key}")
             lead.get_by_text("node 1: running").wait_for(timeout=300_000)
-            for name in SCENARIOS:  # warm-up, untimed
+            for name in scenarios:  # warm-up, untimed
                 presenter_run(lead, url, key, name)
             memory[0] = rss_mb(server.pid)
-            for name in SCENARIOS:
+            for name in scenarios:
                 results[(name, 0)] = [
                     presenter_run(lead, url, key, name)[0] for _ in range(args.repeats)
                 ]
                 print(f"{name}, 0 viewers: {results[(name, 0)]}", flush=True)
-            viewers = []
-            for _ in range(args.viewers):
-                context = browser.new_context(viewport={"width": 1280, "height": 800})
-                context.add_init_script(WATCH_SCRIPT)
-                page = context.new_page()
-                page.set_default_timeout(300_000)
-                page.goto(f"{url}/failure_lab")
-                viewers.append(page)
-            for page in viewers:
-                page.get_by_text("Follow the presenter").first.wait_for()
+            room = Room(url, args.viewers, args.client, browser)
+            room.open()
             memory[args.viewers] = rss_mb(server.pid)
-            for name in SCENARIOS:
+            for name in scenarios:
                 times = []
                 for _ in range(args.repeats):
                     elapsed, shown_at, run_id = presenter_run(lead, url, key, name)
                     times.append(elapsed)
-                    deadline = time.time() + 60
-                    pending = list(viewers)
-                    while pending and time.time() < deadline:
-                        for page in list(pending):
-                            seen = page.evaluate("window.__seen")
-                            if run_id in seen:
-                                lags[name].append(seen[run_id] - shown_at)
-                                pending.remove(page)
-                        time.sleep(0.2)
-                    missing[name] += len(pending)
+                    meta = json.loads(Path(f"{state}/runs/{run_id}/run.json").read_text())
+                    engine_s = meta["finished_at"] - meta["started_at"]
+                    print(f"  {run_id}: the run itself {engine_s:.1f} s", flush=True)
+                    seen = room.wait_for(run_id, timeout=60)
+                    lags[name].extend(t - shown_at for t in seen)
+                    missing[name] += args.viewers - len(seen)
                 results[(name, args.viewers)] = times
                 print(f"{name}, {args.viewers} viewers: {times}", flush=True)
+            room.close()
             memory[-1] = rss_mb(server.pid)
             browser.close()
     finally:
@@ -150,7 +203,7 @@ def main() -> None:
         "showed it |"
     )
     print("|---|---|---|---|---|---|")
-    for name in SCENARIOS:
+    for name in scenarios:
         alone = statistics.median(results[(name, 0)])
         crowd = statistics.median(results[(name, args.viewers)])
         lag = lags[name]

@@ -163,7 +163,7 @@ def _read_config(folder: Path) -> dict[str, Any]:
 
 
 def run_status(run_id: str) -> str:
-    """"running", "complete" or "failed" from run.json; "missing" when it cannot be read."""
+    """ "running", "complete" or "failed" from run.json; "missing" when it cannot be read."""
     try:
         return str(json.loads((run_folder(run_id) / "run.json").read_text())["status"])
     except (OSError, json.JSONDecodeError, KeyError):

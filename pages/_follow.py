@@ -86,6 +86,21 @@ class RoomFeed:
             return self._snapshots
 
 
+@st.cache_resource(max_entries=4)
+def ended_run(run_id: str) -> dict:
+    """A run that has ended, read once for the whole room (its record no longer changes).
+
+    Thirty viewers drawing the result at the same moment would otherwise read every level's
+    history and verdicts thirty times, while the presenter's page draws the same.
+    """
+    return record.load_run(run_id)
+
+
+def ended(run_id: str) -> bool:
+    """Whether the run has recorded its end (its folder may not exist yet at the start)."""
+    return record.run_status(run_id) in ("complete", "failed")
+
+
 @st.cache_resource
 def room_feed() -> RoomFeed:
     return RoomFeed()
@@ -103,7 +118,7 @@ def follow_panel(where: str) -> bool:
     if not following:
         return False
     version, current = room_feed().snapshot()
-    finished = current is not None and record.run_status(current.run_id) != "running"
+    finished = current is not None and ended(current.run_id)
     if current is None or finished:
         _wait_for_a_run(version)
     else:
@@ -111,7 +126,7 @@ def follow_panel(where: str) -> bool:
     if current is not None and finished:
         st.markdown(f"#### The presenter's latest run: {current.title}")
         try:
-            render_run(record.load_run(current.run_id))
+            render_run(ended_run(current.run_id))
         except LabError as exc:
             show_error(exc)
     return True
@@ -131,7 +146,7 @@ def _wait_for_a_run(version: int) -> None:
 def _watch_run(version: int, current: Broadcast) -> None:
     """During a run: the live lanes; the whole page again when it ends or another begins."""
     feed = room_feed()
-    if feed.snapshot()[0] != version or record.run_status(current.run_id) != "running":
+    if feed.snapshot()[0] != version or ended(current.run_id):
         st.rerun(scope="app")
     st.markdown(f"#### The presenter is running {current.title}")
     view = LiveView(

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import streamlit as st
 
 from engine.cluster import Cluster, current_cluster, forget_current, make_cluster, start_cluster
+from engine.cluster.base import ClusterStatus
 from engine.errors import ClusterNotRunningError, LabError
 from pages._roles import require_presenter
 
@@ -91,6 +92,23 @@ class ClusterService:
         self.owned = False
         self.autostarted = False  # the first page view starts a cluster; later ones never do
         self.announcements: deque[Announcement] = deque(maxlen=50)
+        self._status_lock = threading.Lock()
+        self._status: tuple[float, Cluster, ClusterStatus] | None = None
+
+    def status(self, max_age_s: float = 1.5) -> ClusterStatus:
+        """The cluster's status, asked of the brokers at most every `max_age_s` for everyone.
+
+        Every session's sidebar shows it every 2 s: thirty viewers asking the brokers on their
+        own would be fifteen admin clients a second, on the brokers the run under way uses.
+        """
+        cluster = self.cluster
+        if cluster is None:
+            raise ClusterNotRunningError("No cluster is running; start one first.")
+        with self._status_lock:
+            held = self._status
+            if held is None or held[1] is not cluster or time.time() - held[0] > max_age_s:
+                held = self._status = (time.time(), cluster, cluster.status(timeout=2.0))
+            return held[2]
 
     def find_running(self) -> bool:
         """Adopt a cluster started earlier (e.g. by `python -m engine cluster up`)."""

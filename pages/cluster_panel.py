@@ -52,7 +52,7 @@ def _status(service: ClusterService) -> None:
 
     cluster = service.cluster
     try:
-        status = cluster.status(timeout=2.0)
+        status = service.status()
     except Exception as exc:
         show_error(exc)
         return

@@ -1,0 +1,101 @@
+"""A viewer that speaks Streamlit's own websocket protocol instead of running a browser.
+
+Thirty Chromium pages do not fit on two cores beside the dashboard and the run they watch:
+their rendering takes the CPU the run needs, and the benchmark would measure the browsers.
+This client does what a viewer's browser asks of the server and nothing more: it opens a
+session on a page (a `rerun_script` BackMsg), reruns each fragment at the interval the server
+asks for (`auto_rerun`, dropped when a full script run no longer registers it), and reads the
+deltas the server sends back. The server's work per viewer is therefore the same as for a
+browser; the drawing is left out.
+
+Used by benchmarks/room_load.py (`--client ws`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+from dataclasses import dataclass, field
+
+import websockets
+from streamlit.proto.BackMsg_pb2 import BackMsg
+from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+
+RUN_CAPTION = re.compile(r"Run `([^`]+)`")  # pages._run_view.render_run's first line
+FULL_DONE = ForwardMsg.ScriptFinishedStatus.Value("FINISHED_SUCCESSFULLY")
+
+
+@dataclass
+class WsViewer:
+    """One viewer's session on `page` (its URL path, e.g. "failure_lab")."""
+
+    url: str
+    page: str
+    seen: dict[str, float] = field(default_factory=dict)  # run id -> when its result showed
+    messages: int = 0
+    page_hash: str = ""
+    timers: dict[str, float] = field(default_factory=dict)  # fragment id -> interval (s)
+    _registering: dict[str, float] = field(default_factory=dict)
+    _due: dict[str, float] = field(default_factory=dict)
+    _running: bool = True  # a script run is under way (the first starts on connect)
+
+    async def run(self, stop: asyncio.Event) -> None:
+        stream = self.url.replace("http://", "ws://") + "/_stcore/stream"
+        async with websockets.connect(stream, subprotocols=["streamlit"], max_size=None) as ws:
+            await ws.send(self._rerun(page_name=self.page).SerializeToString())
+            while not stop.is_set():
+                await self._rerun_due_fragments(ws)
+                try:
+                    raw = await asyncio.wait_for(ws.recv(), 0.05)
+                except TimeoutError:
+                    continue
+                self._read(raw if isinstance(raw, bytes) else raw.encode())
+
+    def _rerun(self, *, page_name: str = "", fragment_id: str = "", auto: bool = False) -> BackMsg:
+        msg = BackMsg()
+        state = msg.rerun_script
+        state.page_name, state.page_script_hash = page_name, self.page_hash
+        if fragment_id:
+            state.fragment_id, state.is_auto_rerun = fragment_id, auto
+        return msg
+
+    async def _rerun_due_fragments(self, ws) -> None:
+        # As the browser does: a fragment's timer does not interrupt a script run under way.
+        if self._running:
+            return
+        now = time.monotonic()
+        for fragment, interval in self.timers.items():
+            due = self._due.setdefault(fragment, now + interval)
+            if now >= due:
+                self._due[fragment] = now + interval
+                rerun = self._rerun(fragment_id=fragment, auto=True)
+                self._running = True
+                await ws.send(rerun.SerializeToString())
+
+    def _read(self, raw: bytes) -> None:
+        msg = ForwardMsg()
+        msg.ParseFromString(raw)
+        self.messages += 1
+        kind = msg.WhichOneof("type")
+        if kind == "navigation":
+            for page in msg.navigation.app_pages:
+                if page.url_pathname == self.page:
+                    self.page_hash = page.page_script_hash
+        elif kind == "auto_rerun":
+            self._registering[msg.auto_rerun.fragment_id] = msg.auto_rerun.interval
+        elif kind == "new_session":
+            self._running = True
+        elif kind == "script_finished":
+            self._running = msg.script_finished == ForwardMsg.ScriptFinishedStatus.Value(
+                "FINISHED_EARLY_FOR_RERUN"
+            )
+            if msg.script_finished == FULL_DONE:  # the fragments of this full run, only
+                self.timers = dict(self._registering)
+                self._due = {f: t for f, t in self._due.items() if f in self.timers}
+            self._registering = {}
+        elif kind == "delta" and msg.delta.WhichOneof("type") == "new_element":
+            element = msg.delta.new_element
+            body = element.markdown.body if element.WhichOneof("type") == "markdown" else ""
+            if match := RUN_CAPTION.search(body):
+                self.seen.setdefault(match.group(1), time.time())
