@@ -81,6 +81,8 @@ def fault_text(event: dict[str, Any]) -> str | None:
         return proxy_text(event)
     if ev == "fenced":
         return f"{proc} fenced: {event.get('error')}"
+    if ev == "error" and proc.split("#")[0] == "processor":  # it stopped: the room must see it
+        return f"{proc} stopped on an error: {event.get('error')}"
     if ev == "commit_rejected":
         return f"{proc}'s commit rejected: {event.get('error')}"
     if ev == "txn_abort" and event.get("error"):

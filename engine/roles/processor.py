@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -138,10 +139,12 @@ class Processor:
             self.write_outputs(messages)
             self.producer.flush(60)
             self.gap(messages, "outputs in the open transaction, offsets not committed yet")
-            self.producer.send_offsets_to_transaction(
-                offsets, self.consumer.consumer_group_metadata(), 30
+            group = self.consumer.consumer_group_metadata()
+            self.retried(
+                "send_offsets",
+                lambda: self.producer.send_offsets_to_transaction(offsets, group, 30),
             )
-            self.commit_transaction()
+            self.retried("commit", lambda: self.producer.commit_transaction(30))
         except KafkaException as exc:
             error = exc.args[0]
             if not error.txn_requires_abort():
@@ -153,17 +156,22 @@ class Processor:
         self.history.write("txn_commit", ids=ids, offsets=offsets_json(offsets))
 
     # ---- steps -------------------------------------------------------------------------
-    def commit_transaction(self, attempts: int = 3) -> None:
-        """commit_transaction, called again on a retriable error, as librdkafka asks."""
+    def retried(self, what: str, call: Callable[[], None], attempts: int = 5) -> None:
+        """A transactional call, made again on a retriable error, as librdkafka asks.
+
+        A leader or coordinator that has just died answers with retriable errors (timeouts,
+        NOT_COORDINATOR) until the controller has moved it; an abortable error is raised for
+        the caller to abort and rewind, a fatal one ends the instance.
+        """
         for attempt in range(attempts):
             try:
-                self.producer.commit_transaction(30)
+                call()
                 return
             except KafkaException as exc:
                 error = exc.args[0]
-                if not error.retriable() or attempt == attempts - 1:
+                if not error.retriable() or error.txn_requires_abort() or attempt == attempts - 1:
                     raise
-                self.history.write("txn_commit_retry", error=error.name(), reason=error.str())
+                self.history.write(f"txn_{what}_retry", error=error.name(), reason=error.str())
 
     def commit(self, messages: list[Message]) -> bool:
         offsets = next_offsets(messages)

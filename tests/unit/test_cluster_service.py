@@ -153,7 +153,7 @@ def test_autostart_happens_once_so_a_stopped_cluster_stays_stopped(monkeypatch):
         starts.append(nodes)
         service.cluster, service.state, service.owned = RecordingCluster(), "ready", True
 
-    monkeypatch.setattr(service, "ensure_started", fake_start)
+    monkeypatch.setattr(service, "_ensure_started", fake_start)
     monkeypatch.setattr(RecordingCluster, "stop", lambda self: None, raising=False)
     service.autostart(nodes=1)
     service.stop()
