@@ -588,23 +588,20 @@ def _run_side_by_side(
     finished: set[str] = set()
     lock = threading.Lock()
 
-    def step_for(name: str) -> Callable[[str], None]:
-        def step(what: str) -> None:
-            with lock:
-                report(what, len(finished) / len(chosen))
-
-        return step
+    def step(what: str) -> None:
+        with lock:
+            report(what, len(finished) / len(chosen))
 
     with ThreadPoolExecutor(max_workers=len(chosen), thread_name_prefix=run_id) as pool:
-        futures = {
-            name: pool.submit(_run_level, scenario, cluster, run_id, folder, name, step_for(name))
+        names = {
+            pool.submit(_run_level, scenario, cluster, run_id, folder, name, step): name
             for name in chosen
         }
-        for future in as_completed(futures.values()):
-            name = next(n for n, f in futures.items() if f is future)
+        for future in as_completed(names):
             with lock:
-                finished.add(name)
-                report(f"{LEVELS[name].title}: judged", len(finished) / len(chosen))
+                finished.add(names[future])
+                report(f"{LEVELS[names[future]].title}: judged", len(finished) / len(chosen))
+    futures = {name: future for future, name in names.items()}
     errors: list[BaseException] = []
     for name, future in futures.items():
         if (error := future.exception()) is not None:

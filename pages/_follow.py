@@ -1,10 +1,11 @@
 """Viewers follow the presenter: the run in progress, live, then its result, then the next.
 
 The presenter's runs (Failure lab, Lesson, Free play) are announced on a server-wide feed.
-A viewer's page polls the feed twice a second in a fragment: while a run goes on it draws
-the same live lanes the presenter sees, read by this viewer's own follower of the run's
-history files; when the run ends, or another begins, the whole page is drawn again with the
-result. Nothing is pushed from the presenter's session, so a slow viewer never slows the run.
+A viewer's page polls the feed from a fragment: twice a second while a run goes on, drawing
+the same live lanes the presenter sees from the run's history files (read once for the whole
+room), and every 2 s between runs. When the run ends, or another begins, the whole page is
+drawn again with the result, read once for the room too. Nothing is pushed from the
+presenter's session, so a slow viewer never slows the run.
 """
 
 from __future__ import annotations
