@@ -1,7 +1,7 @@
 """Presenter mode: the dashboard sized for a projector and read from the back of a room.
 
-On with the sidebar's toggle or with `?presenter=1` in the address (a link a teacher can keep),
-off with the button at the top of the page or `?presenter=0`. It hides the sidebar and
+On with the sidebar's button or with `?presenter=1` in the address (a link a teacher can keep),
+off with the button floating in the top right corner or `?presenter=0`. It hides the sidebar and
 Streamlit's own chrome and enlarges every rem-sized text; the run view then opens on one card
 per level with the numbers its scenario teaches (pages._run_view.render_verdict_cards).
 """
