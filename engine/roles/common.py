@@ -40,6 +40,17 @@ def client_logger() -> logging.Logger:
     return logging.getLogger("engine.roles.librdkafka")
 
 
+def is_fatal(error: KafkaError) -> bool:
+    """True for an error after which the client is unusable.
+
+    confluent_kafka sets fatal() only on errors it built from rd_kafka_fatal_error(). A
+    consumer's fatal error (a static member fenced by its group coordinator) arrives as a
+    message, or through error_cb, with the code _FATAL and fatal() False; its consume()
+    returns nothing from then on, so a loop that missed it would wait for ever.
+    """
+    return error.fatal() or error.code() == KafkaError._FATAL
+
+
 class FatalErrors:
     """Collects librdkafka's fatal errors through error_cb.
 
@@ -52,7 +63,7 @@ class FatalErrors:
         self.errors: list[KafkaError] = []
 
     def __call__(self, error: KafkaError) -> None:
-        if error.fatal():
+        if is_fatal(error):
             self.errors.append(error)
 
     def classify(self, error: KafkaError, client: Any = None) -> tuple[str, KafkaError]:

@@ -27,6 +27,8 @@ Events: `assigned`, `revoked`, `partitions_lost`, `consumed`, `commit_gap`, `com
 from __future__ import annotations
 
 import json
+import os
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -40,10 +42,17 @@ from engine.roles.common import (
     FatalErrors,
     StopFlag,
     client_logger,
+    is_fatal,
     load_spec,
     parse_value,
     printable,
 )
+
+# How long past its own timeout a transactional call may block before the processor gives up
+# on it (see bounded()).
+HANG_MARGIN_S = 15.0
+# The exit status of a processor that gave up on a hung client call.
+HUNG_EXIT = 4
 
 # The smallest session timeout a classic group accepts by default
 # (group.min.session.timeout.ms): a member that stops heartbeating leaves the group after it.
@@ -91,7 +100,7 @@ class Processor:
             error = msg.error()
             if error is None:
                 messages.append(msg)
-            elif error.fatal():
+            elif is_fatal(error):
                 raise KafkaException(error)
         if self.fatal.errors:
             # A fatal error reaches error_cb, not always consume(): for example this
@@ -142,9 +151,18 @@ class Processor:
             group = self.consumer.consumer_group_metadata()
             self.retried(
                 "send_offsets",
-                lambda: self.producer.send_offsets_to_transaction(offsets, group, 30),
+                lambda: bounded(
+                    "send_offsets_to_transaction",
+                    lambda: self.producer.send_offsets_to_transaction(offsets, group, 30),
+                    30,
+                ),
             )
-            self.retried("commit", lambda: self.producer.commit_transaction(30))
+            self.retried(
+                "commit",
+                lambda: bounded(
+                    "commit_transaction", lambda: self.producer.commit_transaction(30), 30
+                ),
+            )
         except KafkaException as exc:
             error = exc.args[0]
             if not error.txn_requires_abort():
@@ -179,7 +197,7 @@ class Processor:
             self.consumer.commit(offsets=offsets, asynchronous=False)
         except KafkaException as exc:
             error = exc.args[0]
-            if error.fatal() or error.code() == KafkaError.FENCED_INSTANCE_ID:
+            if is_fatal(error) or error.code() == KafkaError.FENCED_INSTANCE_ID:
                 raise
             # For example UNKNOWN_MEMBER_ID after a stall: the group moved on without us.
             self.history.write(
@@ -248,6 +266,42 @@ class Processor:
         self.producer.poll(0)
 
 
+class HungCallError(Exception):
+    """A librdkafka call still blocked well past its own timeout."""
+
+
+def bounded(what: str, call: Callable[[], None], timeout_s: float) -> None:
+    """Make a transactional call whose timeout librdkafka may not keep, under a watchdog.
+
+    send_offsets_to_transaction() can block past its timeout for good when the group
+    coordinator's broker has left the cluster (a killed leader): librdkafka issues #5456
+    and #5511, open for 2.16. A real application cannot cancel the call either; this one
+    waits HANG_MARGIN_S past the timeout, then gives up and exits (run() says why), so that
+    a new instance takes over: its init_transactions() aborts the open transaction.
+    """
+    outcome: list[BaseException | None] = []
+
+    def target() -> None:
+        try:
+            call()
+            outcome.append(None)
+        except BaseException as exc:  # handed back to the caller's thread below
+            outcome.append(exc)
+
+    worker = threading.Thread(target=target, name=what, daemon=True)
+    worker.start()
+    worker.join(timeout_s + HANG_MARGIN_S)
+    if worker.is_alive():
+        raise HungCallError(
+            f"{what}() had not returned {timeout_s + HANG_MARGIN_S:g} s after it was called "
+            f"with a {timeout_s:g} s timeout (a known librdkafka hang when the group "
+            "coordinator's broker has left the cluster: confluentinc/librdkafka#5456, #5511); "
+            "the processor exits so that a new instance takes over"
+        )
+    if outcome and outcome[0] is not None:
+        raise outcome[0]
+
+
 def run(spec: dict[str, Any]) -> int:
     point = FailPoint.from_spec(spec.get("failpoint"))
     history = HistoryWriter(spec["history"], spec["name"], point and ArmedFailPoint(point))
@@ -306,6 +360,11 @@ def run(spec: dict[str, Any]) -> int:
         Processor(spec, history, consumer, producer, stop, mode, fatal).loop()
         history.write("done")
         return 0
+    except HungCallError as exc:
+        history.write("error", error="CALL_HUNG", reason=str(exc))
+        history.flush()
+        # Closing a client with a call still blocked inside it may block as well: leave now.
+        os._exit(HUNG_EXIT)
     except KafkaException as exc:
         kind, error = fatal.classify(exc.args[0], producer)
         by = (
