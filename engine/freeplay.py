@@ -19,6 +19,10 @@ nemesis.jsonl, where engine.live reads it as it does for a scenario:
 - kill the partition leader (3 nodes): SIGKILL of the broker JVM that leads every level's
   partitions; it is restarted after a stated delay, or at once with a button.
 
+A processor that exits on its own (a fatal error: for example its consumer fenced by the
+group coordinator while a broker fails over) is started again when its level has no other
+instance running: the application's choice, a supervisor's, said in the notices.
+
 The session stops by itself at its time limit (or when asked), stops the stream, lets the
 processors catch up, and judges and records every level like a scenario run
 (record.finish_run), so the Replay and Metrics pages show it.
@@ -64,6 +68,11 @@ TIME_LIMIT_BOUNDS = (10.0, 300.0)  # seconds of stream
 RESTART_BOUNDS = (7.0, 60.0)  # a killed broker's automatic restart, seconds after the kill
 # How long the processors get, after the stream stops, to read and commit what is left.
 DRAIN_S = 30.0
+# One click: the same button again within this is the same click delivered twice (a double
+# click, or Streamlit handing a fragment's button trigger to two script runs), not a second
+# strike. Seen in CI: one click killed the processor and then its fresh replacement.
+SAME_CLICK_S = 1.0
+MAX_SUPERVISED_RESTARTS = 5
 TICK_S = 0.05
 
 
@@ -167,7 +176,8 @@ class FreeLevel:
 
     run: LevelRun
     nemesis: Nemesis
-    dead_processor_noted: bool = False
+    restarts: int = 0  # processors the application's supervisor started (see _supervise)
+    gave_up_noted: bool = False
 
 
 @dataclass
@@ -195,6 +205,8 @@ class FreePlay:
         if problems:
             raise FreePlayError(" ".join(problems))
         self._strikes: queue.Queue[StrikeKind] = queue.Queue()
+        self._last_strike: tuple[StrikeKind, float] | None = None
+        self._strike_lock = threading.Lock()  # two sessions' script runs may click at once
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.folder: Path = record.run_folder(self.run_id)
@@ -240,13 +252,23 @@ class FreePlay:
             return "No broker is down."
         return None
 
-    def strike(self, kind: StrikeKind) -> None:
-        """Strike every level now (the session's thread fires it within a tick)."""
+    def strike(self, kind: StrikeKind) -> bool:
+        """Strike every level now (the session's thread fires it within a tick).
+
+        False if the same strike came less than SAME_CLICK_S ago: one click, not two.
+        """
         if kind not in STRIKES:
             raise FreePlayError(f"Unknown action '{kind}'; known: {', '.join(STRIKES)}.")
         if why := self.refused(kind):
             raise FreePlayError(why)
+        now = time.monotonic()
+        with self._strike_lock:
+            last = self._last_strike
+            if last is not None and last[0] == kind and now - last[1] < SAME_CLICK_S:
+                return False
+            self._last_strike = (kind, now)
         self._strikes.put(kind)
+        return True
 
     def note(self, text: str) -> None:
         self.notices.append(Notice(time.time(), text))
@@ -323,7 +345,7 @@ class FreePlay:
                 self._restart_broker("automatically")
             for level in self.levels:
                 level.nemesis.tick()
-                self._notice_dead_processor(level)
+                self._supervise(level)
             time.sleep(TICK_S)
 
     def _fire(self, kind: StrikeKind) -> None:
@@ -386,15 +408,34 @@ class FreePlay:
         self.stage = "Streaming"
         self.note(f"Broker node {node} restarted {how}.")
 
-    def _notice_dead_processor(self, level: FreeLevel) -> None:
-        """Say once if a level has no processor left that the lab did not kill itself."""
+    def _supervise(self, level: FreeLevel) -> None:
+        """Start a new processor when a level has none running after one exited on its own.
+
+        The application's choice, as a supervisor (systemd, Kubernetes) would make it: a
+        processor that stops on a fatal error, for example fenced by its group coordinator
+        while a broker fails over, is started again. Only when no instance of the level
+        runs, so a zombie woken after its replacement is never restarted to fence that
+        replacement in turn. At most MAX_SUPERVISED_RESTARTS times per level.
+        """
         processors = [p for p in level.run.processes if p.base == "processor"]
-        if level.dead_processor_noted or any(p.alive() for p in processors):
+        if not processors or any(p.alive() for p in processors):
             return
-        level.dead_processor_noted = True
+        if level.restarts >= MAX_SUPERVISED_RESTARTS:
+            if not level.gave_up_noted:
+                level.gave_up_noted = True
+                self.note(
+                    f"{level.run.level.name}: no processor is running any more; it exited "
+                    f"{level.restarts + 1} times (its logs are in the run folder)."
+                )
+            return
+        exited = processors[-1]
+        level.restarts += 1
+        why = exit_reason(exited.history)
+        level.nemesis.record("supervisor-restart", target=exited.name, reason=why)
+        level.run.start_role("processor", "processor", level.run.processor_spec())
         self.note(
-            f"{level.run.level.name}: no processor is running any more (the last one exited; "
-            "its log is in the run folder)."
+            f"{level.run.level.name}: {exited.name} exited on its own ({why}); the "
+            "application's supervisor started a new instance."
         )
 
     def _finish(self) -> dict[str, Any]:
@@ -439,6 +480,16 @@ class FreePlay:
                 level.nemesis.heal()
             for process in level.run.processes:
                 process.stop(timeout=5)
+
+
+def exit_reason(history: Path) -> str:
+    """Why a processor stopped by itself, from the last `fenced` or `error` line it wrote."""
+    for event in reversed(read_jsonl(history)):
+        if event.get("ev") in ("fenced", "error"):
+            by = f" by the {event['by']}" if event.get("by") else ""
+            what = "fenced" if event["ev"] == "fenced" else "stopped on an error"
+            return f"{what}{by}: {event.get('reason') or event.get('error')}"
+    return "no reason in its history"
 
 
 def sent_ids(level_run: LevelRun) -> list[int]:

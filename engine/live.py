@@ -80,7 +80,8 @@ def fault_text(event: dict[str, Any]) -> str | None:
     if ev == "proxy":
         return proxy_text(event)
     if ev == "fenced":
-        return f"{proc} fenced: {event.get('error')}"
+        by = f" by the {event['by']}" if event.get("by") else ""
+        return f"{proc} fenced{by}: {event.get('error')}"
     if ev == "error" and proc.split("#")[0] == "processor":  # it stopped: the room must see it
         return f"{proc} stopped on an error: {event.get('error')}"
     if ev == "commit_rejected":
@@ -116,6 +117,8 @@ def nemesis_text(event: dict[str, Any]) -> str:
         "pause-followers": f"follower node(s) {nodes} frozen",
         "resume-nodes": f"node(s) {nodes} resumed",
         "restart-nodes": f"node(s) {nodes} restarted",
+        "supervisor-restart": f"{target} exited on its own; the application's supervisor "
+        "starts a new instance",
         "fault-not-reached": f"{event.get('fault')} of {target} never fired "
         f"({event.get('point')}): the clients finished first",
     }

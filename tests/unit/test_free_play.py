@@ -136,3 +136,52 @@ def test_a_timed_wake_after_a_manual_one_does_not_signal_twice(nemesis):
 def test_a_broker_killed_outside_a_level_is_named_as_such():
     text = nemesis_text({"ev": "nemesis", "kind": "kill-node", "node": 2, "leader": 3})
     assert text == "broker node 2 killed (this level's leader was node 3)"
+
+
+def test_one_click_delivered_twice_strikes_once(monkeypatch):
+    """The same button twice within SAME_CLICK_S is one click; another button still strikes."""
+    from engine import freeplay
+
+    session = freeplay.FreePlay(ExternalCluster("127.0.0.1:1"), FreePlaySettings())
+    session.phase = "running"  # never started: only the queue of strikes is looked at
+    clock = [100.0]
+    monkeypatch.setattr(freeplay.time, "monotonic", lambda: clock[0])
+    assert session.strike("kill-processor") is True
+    clock[0] += 0.05
+    assert session.strike("kill-processor") is False
+    assert session.strike("freeze-processor") is True
+    clock[0] += freeplay.SAME_CLICK_S
+    assert session.strike("freeze-processor") is True
+    queued = [session._strikes.get_nowait() for _ in range(session._strikes.qsize())]
+    assert queued == ["kill-processor", "freeze-processor", "freeze-processor"]
+
+
+def test_a_fatal_error_handed_to_error_cb_as_fatal_code_is_kept():
+    """confluent_kafka passes error_cb a consumer's fatal error as _FATAL, fatal() False."""
+    from confluent_kafka import KafkaError
+
+    from engine.roles.common import FatalErrors
+
+    fatal = FatalErrors()
+    fatal(KafkaError(KafkaError._TRANSPORT, "broker down"))  # retried by librdkafka: not kept
+    text = "Fatal error: Broker: Static consumer fenced by other consumer with same "
+    text += "group.instance.id"
+    fatal(KafkaError(KafkaError._FATAL, text))
+    assert [e.code() for e in fatal.errors] == [KafkaError._FATAL]
+    kind, error = fatal.classify(fatal.errors[-1])
+    assert kind == "fenced" and "group.instance.id" in error.str()
+
+
+def test_a_processor_that_exited_says_why_from_its_history(tmp_path):
+    from engine.freeplay import exit_reason
+
+    history = HistoryWriter(str(tmp_path / "processor.jsonl"), "processor")
+    history.write("consumed", id=1)
+    history.write("fenced", error="_FATAL", reason="Static consumer fenced", by="group coordinator")
+    history.close()
+    assert exit_reason(tmp_path / "processor.jsonl") == (
+        "fenced by the group coordinator: Static consumer fenced"
+    )
+    empty = HistoryWriter(str(tmp_path / "other.jsonl"), "processor")
+    empty.close()
+    assert exit_reason(tmp_path / "other.jsonl") == "no reason in its history"

@@ -102,6 +102,12 @@ def test_fault_words_for_pauses_fencing_and_the_proxy():
         fault_text(ev(1, "processor", "fenced", error="FENCED_INSTANCE_ID"))
         == "processor fenced: FENCED_INSTANCE_ID"
     )
+    fenced = ev(1, "processor", "fenced", error="_FATAL", by="group coordinator")
+    assert fault_text(fenced) == "processor fenced by the group coordinator: _FATAL"
+    restarted = ev(1, "nemesis", "nemesis", kind="supervisor-restart", target="processor")
+    assert fault_text(restarted) == (
+        "processor exited on its own; the application's supervisor starts a new instance"
+    )
     assert (
         fault_text(ev(1, "proxy", "proxy", kind="produce_response_dropped"))
         == "ack of a Produce request dropped"
