@@ -38,7 +38,11 @@ AT_MOST_ONCE = Level(
 AT_LEAST_ONCE = Level(
     name="at-least-once",
     title="At least once",
-    promise="Nothing acknowledged is lost, but a message may be stored or processed twice.",
+    promise=(
+        "Nothing acknowledged is lost while one in-sync replica survives (acks=all), but a "
+        "message may be stored or processed twice. On a topic with one replica, as in most "
+        "scenarios here, acks=all is no safer than acks=1."
+    ),
     broken_by=(
         "The broker appends a batch, the ack is lost, and the retry appends it again; a "
         "processor that writes its output and crashes before committing redoes the work."

@@ -24,8 +24,12 @@ def cluster_or_none() -> Cluster | None:
 
 st.title("Log views")
 st.caption(
-    "Compaction, isolation levels and record batches, read back from the brokers: nothing "
-    "on this page is computed on the client."
+    "Compaction, isolation levels and record batches. Live topics are read back from the "
+    "brokers (consumers at both isolation levels, Kafka's DumpLogSegments for exact batches "
+    "and markers). A recorded run's isolation view is partly inferred: its read_committed "
+    "side was read back, but at a read_committed level its read_uncommitted side is the "
+    "offsets the broker acknowledged to the writer, and its markers, LSO and high watermark "
+    "are worked out from the gaps and the run's transaction events; the view says which."
 )
 tabs = st.tabs(["Compaction", "Isolation levels", "Batches"])
 current = cluster_or_none()
