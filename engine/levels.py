@@ -79,11 +79,17 @@ IDEMPOTENT_ONLY = Level(
     title="Idempotent producer only",
     promise=(
         "Retries within one producer session never duplicate: the broker drops a batch whose "
-        "producer id and sequence number it has already stored."
+        "producer id and sequence number it has already stored. The check is per partition "
+        "and per producer id and epoch, and covers the last 5 batches the broker keeps for "
+        "each producer on each partition (hence at most 5 requests in flight); a producer "
+        "idle for longer than producer.id.expiration.ms (one day by default) is forgotten."
     ),
     broken_by=(
         "A new producer instance gets a new producer id, so a resend after a crash is a new "
-        "message to the broker; consumer-side duplicates are untouched."
+        "message to the broker; consumer-side duplicates are untouched. librdkafka (this "
+        "lab's client) defaults enable.idempotence to false. The Java client defaults it to "
+        "true (from 3.0.1, 3.1.1 and 3.2.0), but turns it off without an error when it was "
+        "not set explicitly and acks, retries or the in-flight limit conflict with it."
     ),
     producer={"acks": "all", "enable.idempotence": True},
     consumer={"enable.auto.commit": False, "isolation.level": "read_uncommitted"},
