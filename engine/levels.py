@@ -1,12 +1,32 @@
 """The delivery guarantee levels, with the real client settings each one applies.
 
 These dictionaries are passed to confluent_kafka as they are, and the dashboard shows them as
-they are, so what the room reads is what the clients run with.
+they are, so what the room reads is what the clients run with: `producer` is the level's
+producer (and the processor's output producer), `consumer` is the downstream consumer that
+the run is judged by (the sink), and PROCESSOR_CONSUMER is the processor's input consumer,
+the same at every level. The run's names (bootstrap servers, client id, group id, the static
+member's group.instance.id) are added to them, nothing else.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+
+# The downstream consumer (the sink) at every level: a new group that reads every partition
+# from its start, and answers fetches within 50 ms so that latency is measured closely.
+SINK_READS: dict[str, object] = {"auto.offset.reset": "earliest", "fetch.wait.max.ms": 50}
+
+# The processor's input consumer at every level. Its input is written without transactions
+# (an idempotent producer), so read_committed and read_uncommitted read the same records;
+# what a level changes is when the processor commits these offsets (Level.commit).
+# session.timeout.ms is the smallest a classic group accepts by default
+# (group.min.session.timeout.ms): a member that stops heartbeating leaves the group after it.
+PROCESSOR_CONSUMER: dict[str, object] = {
+    "enable.auto.commit": False,
+    "auto.offset.reset": "earliest",
+    "isolation.level": "read_committed",
+    "session.timeout.ms": 6000,
+}
 
 
 @dataclass(frozen=True)
@@ -31,7 +51,7 @@ AT_MOST_ONCE = Level(
         "crashes skips what it had read."
     ),
     producer={"acks": "1", "retries": 0, "enable.idempotence": False},
-    consumer={"enable.auto.commit": False, "isolation.level": "read_uncommitted"},
+    consumer={"enable.auto.commit": False, "isolation.level": "read_uncommitted", **SINK_READS},
     commit="before processing",
 )
 
@@ -53,7 +73,7 @@ AT_LEAST_ONCE = Level(
         "enable.idempotence": False,
         "max.in.flight.requests.per.connection": 5,
     },
-    consumer={"enable.auto.commit": False, "isolation.level": "read_uncommitted"},
+    consumer={"enable.auto.commit": False, "isolation.level": "read_uncommitted", **SINK_READS},
     commit="after processing",
 )
 
@@ -69,7 +89,7 @@ EXACTLY_ONCE = Level(
         "escape it; inside Kafka, zombies are fenced by the transactional id's epoch."
     ),
     producer={"acks": "all", "enable.idempotence": True, "transaction.timeout.ms": 60000},
-    consumer={"enable.auto.commit": False, "isolation.level": "read_committed"},
+    consumer={"enable.auto.commit": False, "isolation.level": "read_committed", **SINK_READS},
     commit="inside the transaction (send_offsets_to_transaction)",
     transactional=True,
 )
@@ -92,7 +112,7 @@ IDEMPOTENT_ONLY = Level(
         "not set explicitly and acks, retries or the in-flight limit conflict with it."
     ),
     producer={"acks": "all", "enable.idempotence": True},
-    consumer={"enable.auto.commit": False, "isolation.level": "read_uncommitted"},
+    consumer={"enable.auto.commit": False, "isolation.level": "read_uncommitted", **SINK_READS},
     commit="after processing",
 )
 
@@ -108,7 +128,7 @@ IDEMPOTENCY_KEY = Level(
         "the store must outlive the consumer."
     ),
     producer=AT_LEAST_ONCE.producer,
-    consumer={"enable.auto.commit": False, "isolation.level": "read_uncommitted"},
+    consumer={"enable.auto.commit": False, "isolation.level": "read_uncommitted", **SINK_READS},
     commit="after processing; the sink applies each id once, keyed in SQLite",
     extra={"dedup store": "SQLite, one row per message id (INSERT ... ON CONFLICT DO NOTHING)"},
 )

@@ -37,7 +37,7 @@ from engine.failpoints import FailPoint
 from engine.history import HistoryWriter, Tail, merge
 from engine.kafka import admin
 from engine.kafka.reader import read_topic
-from engine.levels import LEVELS, Level
+from engine.levels import LEVELS, PROCESSOR_CONSUMER, Level
 from engine.nemesis import (
     Nemesis,
     NemesisContext,
@@ -176,6 +176,7 @@ class LevelRun:
             "commit_every": workload.commit_every,
             "processing_ms": workload.processing_ms,
             "config": producer_config(self.scenario, self.level),
+            "consumer_config": PROCESSOR_CONSUMER,
             "transactional_id": f"{self.run_id}-{self.level.name}-processor-txn",
         }
 
@@ -224,20 +225,19 @@ class LevelRun:
                 config=sc.topic_config,
                 replica_assignment=assignment,
             )
-        self.start_role(
-            "sink",
-            "sink",
-            {
-                "bootstrap": self.cluster.proxied_bootstrap or direct,
-                "client_id": f"{self.run_id}-{self.level.name}-sink",
-                "group": f"{self.run_id}-{self.level.name}-sink",
-                "topic": self.judged_topic,
-                "partitions": workload.partitions,
-                "isolation": self.isolation,
-                # The idempotency-key level's sink applies each id once, keyed in a database.
-                "dedup_store": self.dedup_store(),
-            },
-        )
+        self.start_role("sink", "sink", self.sink_spec())
+
+    def sink_spec(self) -> dict[str, Any]:
+        return {
+            "bootstrap": self.cluster.proxied_bootstrap or self.cluster.direct_bootstrap,
+            "client_id": f"{self.run_id}-{self.level.name}-sink",
+            "group": f"{self.run_id}-{self.level.name}-sink",
+            "topic": self.judged_topic,
+            "partitions": self.scenario.workload.partitions,
+            "config": self.level.consumer,
+            # The idempotency-key level's sink applies each id once, keyed in a database.
+            "dedup_store": self.dedup_store(),
+        }
 
     def new_nemesis(self, faults: list[Fault]) -> Nemesis:
         """A nemesis for this level: its topic, its clients' ids, its processes, its history."""

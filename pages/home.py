@@ -6,7 +6,7 @@ import json
 
 import streamlit as st
 
-from engine.levels import CORE_LEVELS, LEVELS
+from engine.levels import CORE_LEVELS, LEVELS, PROCESSOR_CONSUMER
 from pages._shared import require_app
 
 require_app()
@@ -26,10 +26,19 @@ for column, name in zip(st.columns(3), CORE_LEVELS, strict=True):
         st.markdown(f"**Promise.** {level.promise}")
         st.markdown(f"**Broken by.** {level.broken_by}")
         st.markdown(f"**Commits input offsets** {level.commit}.")
-        st.caption("Producer settings")
+        st.caption("Producer settings (the writer under test, or the processor's output)")
         st.code(json.dumps(level.producer, indent=1), language="json")
-        st.caption("Consumer settings")
+        st.caption("Downstream consumer settings (the sink the run is judged by)")
         st.code(json.dumps(level.consumer, indent=1), language="json")
+
+st.caption(
+    "The processor's input consumer is the same at every level (it reads an input written "
+    "without transactions, so its isolation level changes nothing); the levels differ in when "
+    "it commits. Each run adds only names to these settings: bootstrap servers, client and "
+    "group ids, the processor's `group.instance.id` (static membership, KIP-345) and, at "
+    "exactly-once, its `transactional.id`."
+)
+st.code(json.dumps(PROCESSOR_CONSUMER, indent=1), language="json")
 
 st.header("Two more, for comparison")
 for column, name in zip(st.columns(2), ("idempotent-only", "idempotency-key"), strict=True):

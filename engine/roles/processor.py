@@ -54,10 +54,6 @@ HANG_MARGIN_S = 15.0
 # The exit status of a processor that gave up on a hung client call.
 HUNG_EXIT = 4
 
-# The smallest session timeout a classic group accepts by default
-# (group.min.session.timeout.ms): a member that stops heartbeating leaves the group after it.
-SESSION_TIMEOUT_MS = 6000
-
 
 @dataclass
 class Processor:
@@ -310,14 +306,11 @@ def run(spec: dict[str, Any]) -> int:
     mode = spec["mode"]
     fatal = FatalErrors()
     cconf = {
+        **spec["consumer_config"],  # levels.PROCESSOR_CONSUMER, as the Guarantees page shows it
         "bootstrap.servers": spec["bootstrap"],
         "client.id": spec["client_id"] + "-in",
         "group.id": spec["group"],
         "group.instance.id": spec["instance_id"],
-        "session.timeout.ms": SESSION_TIMEOUT_MS,
-        "enable.auto.commit": False,
-        "auto.offset.reset": "earliest",
-        "isolation.level": spec.get("input_isolation", "read_committed"),
         "error_cb": fatal,
         "logger": logger,
     }

@@ -26,18 +26,13 @@ from engine.roles.common import StopFlag, client_logger, load_spec, parse_value
 def run(spec: dict[str, Any]) -> int:
     history = HistoryWriter(spec["history"], spec["name"])
     stop = StopFlag()
-    consumer = Consumer(
-        {
-            "bootstrap.servers": spec["bootstrap"],
-            "client.id": spec["client_id"],
-            "group.id": spec["group"],
-            "enable.auto.commit": False,
-            "isolation.level": spec["isolation"],
-            "auto.offset.reset": "earliest",
-            "fetch.wait.max.ms": 50,
-            "logger": client_logger(),
-        }
-    )
+    conf = {
+        **spec["config"],  # the level's consumer settings, as the Guarantees page shows them
+        "bootstrap.servers": spec["bootstrap"],
+        "client.id": spec["client_id"],
+        "group.id": spec["group"],
+    }
+    consumer = Consumer({**conf, "logger": client_logger()})
     # A downstream application: it subscribes in its own consumer group and, being new,
     # starts from the beginning of every partition.
     consumer.subscribe(
@@ -48,7 +43,7 @@ def run(spec: dict[str, Any]) -> int:
     )
     store = open_effect_store(spec)
     kind = (spec.get("dedup_store") or {}).get("kind")
-    history.write("start", isolation=spec["isolation"], dedup_store=kind)
+    history.write("start", isolation=conf["isolation.level"], config=conf, dedup_store=kind)
     try:
         while not stop.stopped:
             msg = consumer.poll(0.2)

@@ -16,6 +16,7 @@ from collections import Counter
 import pytest
 
 from engine import record
+from engine.levels import LEVELS, PROCESSOR_CONSUMER
 from engine.runner import run_scenario
 from engine.scenario import list_scenarios, load_scenario
 from tests.kafkatools import kcat_values
@@ -113,6 +114,16 @@ def test_a_zombie_is_fenced_by_its_group_and_its_numbers_are_explained(cluster1)
         else:
             assert result["duplicates"] == 0 and result["lost"] == 0 and result["fenced"] >= 1
         assert any("frozen (SIGSTOP) at its fault point" in e for e in explained["evidence"])
+        # The clients ran with the settings the Guarantees page shows, plus names only.
+        history = run["levels"][level]["history"]
+        starts = {e["proc"]: e for e in history if e["ev"] == "start"}
+        assert PROCESSOR_CONSUMER.items() <= starts["processor"]["consumer_config"].items()
+        assert LEVELS[level].consumer.items() <= starts["sink"]["config"].items()
+        assert set(starts["sink"]["config"]) - set(LEVELS[level].consumer) == {
+            "bootstrap.servers",
+            "client.id",
+            "group.id",
+        }
 
 
 def test_a_replacement_producer_decides_from_its_outbox_or_from_kafka(cluster1):

@@ -9,7 +9,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from engine import paths, record
-from engine.levels import LEVELS
+from engine.levels import CORE_LEVELS, LEVELS, PROCESSOR_CONSUMER
 from engine.scenario import list_scenarios, load_scenario
 
 APP = str(paths.REPO_ROOT / "app.py")
@@ -28,7 +28,11 @@ def test_home_shows_each_level_with_its_real_settings(monkeypatch):
     for level in LEVELS.values():
         assert level.title in subheaders
     codes = [c.value for c in at.code]
-    assert json.dumps(LEVELS["exactly-once"].consumer, indent=1) in codes
+    # The very objects the runner hands the clients (tests/unit/test_levels_shown.py).
+    for name in CORE_LEVELS:
+        assert json.dumps(LEVELS[name].producer, indent=1) in codes
+        assert json.dumps(LEVELS[name].consumer, indent=1) in codes
+    assert json.dumps(PROCESSOR_CONSUMER, indent=1) in codes
     # Without a cluster, the sidebar offers to start one instead of failing.
     assert "No cluster is running." in markdown_text(at)
 

@@ -1,0 +1,25 @@
+"""The Guarantees page's settings are the objects the runner hands to the clients."""
+
+from __future__ import annotations
+
+import pytest
+
+from engine.cluster.external import ExternalCluster
+from engine.levels import LEVELS, PROCESSOR_CONSUMER
+from engine.paths import REPO_ROOT
+from engine.runner import LevelRun, producer_config
+from engine.scenario import load_scenario
+
+
+@pytest.mark.parametrize("name", sorted(LEVELS))
+def test_each_client_spec_carries_the_settings_the_page_shows(name, tmp_path):
+    scenario = load_scenario(REPO_ROOT / "scenarios" / "consumer-crash.yaml")
+    assert scenario.pipeline == "processor"
+    level = LEVELS[name]
+    # Never started: building the specs touches no broker.
+    run = LevelRun(scenario, level, ExternalCluster("127.0.0.1:1"), "run", tmp_path)
+    assert run.sink_spec()["config"] is level.consumer
+    processor = run.processor_spec()
+    assert processor["consumer_config"] is PROCESSOR_CONSUMER
+    assert processor["config"] == producer_config(scenario, level)
+    assert run.producer_spec([1, 2])["config"] == producer_config(scenario, level)
