@@ -69,6 +69,8 @@ class LevelCounts:
     aborted_visible: int
     fenced: int
     latency_ms: dict[str, float | None]
+    # Stored at the level's isolation but never read by the sink: no latency for them.
+    unseen_by_sink: int = 0
 
 
 def percentile(values: Sequence[float], q: float) -> float | None:
@@ -227,6 +229,7 @@ def check(
         aborted_visible=sum(v.aborted_copies for v in verdicts),
         fenced=fenced,
         latency_ms=latency_summary(latencies),
+        unseen_by_sink=sum(1 for v in verdicts if v.copies and v.consumed_at is None),
     )
     return verdicts, counts
 

@@ -29,14 +29,14 @@ from typing import Any
 from confluent_kafka import Consumer, TopicPartition
 
 from engine import paths, record
-from engine.checker import LevelCounts, check, verdicts_to_rows
+from engine.checker import LevelCounts, Verdict, check, verdicts_to_rows
 from engine.cluster.base import Cluster
 from engine.errors import LabError
-from engine.explain import explain
+from engine.explain import explain, id_ranges
 from engine.failpoints import FailPoint
 from engine.history import HistoryWriter, Tail, merge
 from engine.kafka import admin
-from engine.kafka.reader import read_topic
+from engine.kafka.reader import open_transactions, read_topic
 from engine.levels import LEVELS, PROCESSOR_CONSUMER, Level
 from engine.nemesis import (
     Nemesis,
@@ -50,6 +50,11 @@ from engine.proxy.control import read_events
 from engine.scenario import Fault, Scenario
 
 Progress = Callable[[str, float], None]  # (what is happening, fraction of the run done)
+
+# The coordinator looks for timed-out transactions every
+# transaction.abort.timed.out.transaction.cleanup.interval.ms (10 s by default); 5 s more for
+# the abort's markers to be written.
+TXN_ABORT_SCAN_S = 15.0
 
 PROCESSOR_MODES = {
     "at-most-once": "commit-before",
@@ -349,10 +354,20 @@ class LevelRun:
 
     def finish(self, progress: Callable[[str], None]) -> dict[str, Any]:
         """Read the judged topic back, stop everyone, judge every message, write the files."""
-        progress(f"{self.level.title}: reading the topic back")
         direct = self.cluster.direct_bootstrap
         partitions = self.scenario.workload.partitions
-        # Every transaction has ended by now (committed, aborted, or fenced and aborted).
+        # Judge only once every transaction on the topic has ended (LSO = high watermark):
+        # an open one is neither committed nor aborted yet. A transaction nobody ends is
+        # aborted by its coordinator within transaction.timeout.ms plus its abort scan.
+        progress(f"{self.level.title}: waiting until no transaction is open on the topic")
+        txn_timeout_s = (
+            int(producer_config(self.scenario, self.level).get("transaction.timeout.ms", 60000))
+            / 1000.0
+        )
+        still_open = open_transactions(
+            direct, self.judged_topic, partitions, txn_timeout_s + TXN_ABORT_SCAN_S
+        )
+        progress(f"{self.level.title}: reading the topic back")
         at_level = read_topic(direct, self.judged_topic, self.isolation, partitions)
         committed = (
             at_level
@@ -375,6 +390,7 @@ class LevelRun:
         faults = self._faults(history)
         effects = self._effects(history)
         why = explain(self.level.name, self.scenario.pipeline, history, counts, verdicts)
+        why.evidence += judging_caveats(still_open, verdicts, txn_timeout_s + TXN_ABORT_SCAN_S)
         if effects.get("effect_ids") is not None:  # what the idempotency key made of it
             absorbed = effects["duplicates_absorbed"]
             why.headline += (
@@ -392,7 +408,13 @@ class LevelRun:
                 }
             )
         )
-        return {**self._result(counts, faults), **effects, "explain": why.to_json()}
+        open_txns = {str(p): list(ends) for p, ends in still_open.items()}
+        return {
+            **self._result(counts, faults),
+            **effects,
+            "open_transactions": open_txns,
+            "explain": why.to_json(),
+        }
 
     def dedup_store(self) -> dict[str, Any] | None:
         """SQLite in the run folder, or the PostgreSQL that LAB_DEDUP_DSN names."""
@@ -483,12 +505,33 @@ class LevelRun:
             "aborted_visible": counts.aborted_visible,
             "fenced": counts.fenced,
             "latency_ms": counts.latency_ms,
+            "unseen_by_sink": counts.unseen_by_sink,
             "faults": faults,
             "started_at": self.started_at,
             "duration_s": round(time.time() - self.started_at, 2),
             "producer_config": producer_config(self.scenario, self.level),
             "consumer_config": self.level.consumer,
         }
+
+
+def judging_caveats(
+    still_open: dict[int, tuple[int, int]], verdicts: list[Verdict], waited_s: float
+) -> list[str]:
+    """What the counts cannot say, in the run's evidence: nothing is left out silently."""
+    out = []
+    for partition, (lso, hw) in sorted(still_open.items()):
+        out.append(
+            f"Partition {partition} still had an open transaction {waited_s:g} s after the "
+            f"clients stopped (last stable offset {lso}, high watermark {hw}): its records "
+            f"from offset {lso} on were judged neither committed nor aborted."
+        )
+    unseen = [v.id for v in verdicts if v.copies and v.consumed_at is None]
+    if unseen:
+        out.append(
+            f"The sink never read {len(unseen)} stored message(s) (ids {id_ranges(unseen)}) "
+            "before it was stopped: they count as delivered, without a latency."
+        )
+    return out
 
 
 def last_event(path: Path) -> str | None:

@@ -60,3 +60,44 @@ def read_topic(
         return records
     finally:
         consumer.close()
+
+
+def open_transactions(
+    bootstrap: str, topic: str, partitions: int, timeout: float
+) -> dict[int, tuple[int, int]]:
+    """Wait until no transaction is open on any partition of `topic` (LSO = high watermark).
+
+    Both ends are ListOffsets answers: at read_uncommitted the high watermark, at
+    read_committed the last stable offset. Until they meet, a read_committed read stops short
+    and an open transaction's records are neither committed nor aborted yet, so a judge must
+    wait. Returns {partition: (LSO, HW)} for the partitions still open at the timeout; {} once
+    all are stable.
+    """
+
+    def consumer(isolation: str) -> Consumer:
+        return Consumer(
+            {
+                "bootstrap.servers": bootstrap,
+                "group.id": f"lab-checker-{secrets.token_hex(4)}",
+                "isolation.level": isolation,
+                "logger": admin.log,
+            }
+        )
+
+    uncommitted, committed = consumer("read_uncommitted"), consumer("read_committed")
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            still_open: dict[int, tuple[int, int]] = {}
+            for partition in range(partitions):
+                tp = TopicPartition(topic, partition)
+                _, hw = uncommitted.get_watermark_offsets(tp, timeout=5, cached=False)
+                _, lso = committed.get_watermark_offsets(tp, timeout=5, cached=False)
+                if lso != hw:
+                    still_open[partition] = (lso, hw)
+            if not still_open or time.monotonic() > deadline:
+                return still_open
+            time.sleep(0.1)
+    finally:
+        uncommitted.close()
+        committed.close()

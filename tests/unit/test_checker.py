@@ -29,6 +29,25 @@ def test_duplicates_losses_and_acks():
     assert by_id[3].ack == "unsent"
     assert (counts.sent, counts.acked, counts.delivered) == (3, 2, 2)
     assert (counts.duplicates, counts.lost) == (1, 2)
+    # Ids 1 stored but never read by the sink: counted, and said (no latency for them).
+    assert counts.unseen_by_sink == 1
+
+
+def test_what_the_counts_cannot_say_is_said_in_the_evidence():
+    from engine.runner import judging_caveats
+
+    history = [{"t": 5, "proc": "sink", "ev": "consumed", "id": 0}]
+    verdicts, _ = check(
+        ledger=[0, 1, 2, 3], history=history, stored=[rec(0, i, i) for i in range(3)]
+    )
+    lines = judging_caveats({1: (7, 9)}, verdicts, 75)
+    assert lines[0].startswith("Partition 1 still had an open transaction 75 s after")
+    assert "last stable offset 7, high watermark 9" in lines[0]
+    assert lines[1] == (
+        "The sink never read 2 stored message(s) (ids 1–2) before it was stopped: they count "
+        "as delivered, without a latency."
+    )
+    assert judging_caveats({}, [v for v in verdicts if v.id == 0], 75) == []
 
 
 def test_reorder_is_judged_per_partition_on_first_copies():
