@@ -492,8 +492,19 @@ class LevelRun:
         faults.sort(key=lambda f: f["t"])
         return faults
 
+    def label(self) -> str | None:
+        """What the level really runs as, where the scenario changed it; None where it didn't.
+
+        A scenario about transactions themselves makes every level's producer transactional:
+        its levels then differ only in how their sink reads.
+        """
+        if self.scenario.transactions.get("all_levels") and not self.level.transactional:
+            return f"a {self.isolation} reader of a transactional producer"
+        return None
+
     def _result(self, counts: LevelCounts, faults: list[dict[str, Any]]) -> dict[str, Any]:
         return {
+            "label": self.label(),
             "sink_topic": self.judged_topic,
             "isolation": self.isolation,
             "sent": counts.sent,

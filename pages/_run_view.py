@@ -110,6 +110,11 @@ def teaching_counts(level: str, result: dict[str, Any], teaches: dict[str, Any])
     return ["delivered", *taught] if taught else ["delivered", "duplicates", "lost"]
 
 
+def level_heading(level: str, result: dict[str, Any]) -> str:
+    """The level's name, and what it really ran as where the scenario changed that."""
+    return f"{level}: {result['label']}" if result.get("label") else level
+
+
 def render_verdict_cards(results: dict[str, Any], teaches: dict[str, Any]) -> None:
     """One card per level: the numbers the scenario teaches, large, and the verdict in words."""
     columns = st.columns(len(results), border=True)
@@ -126,7 +131,8 @@ def render_verdict_cards(results: dict[str, Any], teaches: dict[str, Any]) -> No
         verdict = (result.get("explain") or {}).get("headline") or ""
         with column:
             st.markdown(
-                f"<div class='lab-card'><div class='lab-level'>{escape(level)}</div>"
+                f"<div class='lab-card'><div class='lab-level'>"
+                f"{escape(level_heading(level, result))}</div>"
                 f"<div class='lab-counts'>{''.join(cells)}</div>"
                 f"<div class='lab-verdict'>{escape(verdict)}</div></div>",
                 unsafe_allow_html=True,
@@ -150,7 +156,7 @@ def render_count_cards(results: dict[str, Any]) -> None:
     columns = st.columns(len(results))
     for column, (level, result) in zip(columns, results.items(), strict=True):
         with column, st.container(border=True):
-            st.subheader(level)
+            st.subheader(level_heading(level, result))
             if headline := (result.get("explain") or {}).get("headline"):
                 st.markdown(f"**{headline}**")
             st.caption(f"reads `{result['sink_topic']}` at **{result['isolation']}**")
@@ -234,7 +240,7 @@ def render_evidence(results: dict[str, Any]) -> None:
         columns = st.columns(len(explained))
         for column, (level, why) in zip(columns, explained.items(), strict=True):
             with column:
-                st.markdown(f"**{level}**")
+                st.markdown(f"**{level_heading(level, results[level])}**")
                 for line in why["evidence"]:
                     st.markdown(f"- {line}")
                 for line in why["choices"]:

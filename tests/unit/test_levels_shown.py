@@ -23,3 +23,26 @@ def test_each_client_spec_carries_the_settings_the_page_shows(name, tmp_path):
     assert processor["consumer_config"] is PROCESSOR_CONSUMER
     assert processor["config"] == producer_config(scenario, level)
     assert run.producer_spec([1, 2])["config"] == producer_config(scenario, level)
+
+
+def test_a_level_that_runs_as_something_else_is_labelled_so(tmp_path):
+    """aborted-transaction makes every producer transactional: at-least-once is a reader."""
+    from pages._run_view import level_heading
+
+    scenario = load_scenario(REPO_ROOT / "scenarios" / "aborted-transaction.yaml")
+    cluster = ExternalCluster("127.0.0.1:1")
+    labels = {
+        name: LevelRun(scenario, LEVELS[name], cluster, "run", tmp_path).label()
+        for name in scenario.levels
+    }
+    assert labels == {
+        "at-least-once": "a read_uncommitted reader of a transactional producer",
+        "exactly-once": None,
+    }
+    result = {"label": labels["at-least-once"]}
+    assert level_heading("at-least-once", result) == (
+        "at-least-once: a read_uncommitted reader of a transactional producer"
+    )
+    assert level_heading("exactly-once", {"label": None}) == "exactly-once"
+    other = load_scenario(REPO_ROOT / "scenarios" / "ack-loss.yaml")
+    assert LevelRun(other, LEVELS["at-least-once"], cluster, "r", tmp_path).label() is None
