@@ -78,6 +78,11 @@ def _point_sentence(event: dict[str, Any]) -> str | None:
     if not event.get("point"):
         return None
     at = event.get("at") or {}
+    if at.get("ev") == "auto_committed":
+        return (
+            f"at its fault point ({event['point']}): batch {at.get('batch')}, ids "
+            f"{id_ranges(i for i in at.get('ids', []) if i is not None)}, {at.get('state')}"
+        )
     if at.get("ev") != "commit_gap":
         return f"at its fault point ({event['point']})"
     return (
@@ -186,7 +191,17 @@ def explain(
     if lost:
         acked = [v.id for v in verdicts if v.verdict == "lost" and v.ack == "acked"]
         sentence = f"Lost: {ids_phrase(lost)} not in the topic."
-        if pipeline == "processor":
+        auto_commit = any(
+            e.get("ev") == "start" and e.get("mode") == "auto-commit" for e in history
+        )
+        if pipeline == "processor" and auto_commit:
+            sentence += (
+                " The consumer's auto-commit timer (enable.auto.commit=true) committed their "
+                "input offsets before the processor had written their outputs, and the process "
+                "died in between; the replacement started after them. The level's own rule, "
+                "commit after processing, was not in force."
+            )
+        elif pipeline == "processor":
             sentence += (
                 " Their offsets were committed before their outputs were written, and the "
                 "process died in between; the replacement started after them."

@@ -168,6 +168,14 @@ class LevelRun:
 
     def processor_spec(self) -> dict[str, Any]:
         workload = self.scenario.workload
+        auto = self.scenario.auto_commit
+        consumer_config = PROCESSOR_CONSUMER
+        if auto is not None:  # the consumer's timer commits, not the level's rule
+            consumer_config = {
+                **PROCESSOR_CONSUMER,
+                "enable.auto.commit": True,
+                "auto.commit.interval.ms": auto.interval_ms,
+            }
         return {
             "bootstrap": self.cluster.proxied_bootstrap or self.cluster.direct_bootstrap,
             "client_id": self.client_ids["processor"],
@@ -177,11 +185,12 @@ class LevelRun:
             "input": self.input_topic,
             "output": self.output_topic,
             "partitions": workload.partitions,
-            "mode": PROCESSOR_MODES[self.level.name],
+            "mode": PROCESSOR_MODES[self.level.name] if auto is None else "auto-commit",
+            "await_auto_commit": auto is not None and auto.await_before_output,
             "commit_every": workload.commit_every,
             "processing_ms": workload.processing_ms,
             "config": producer_config(self.scenario, self.level),
-            "consumer_config": PROCESSOR_CONSUMER,
+            "consumer_config": consumer_config,
             "transactional_id": f"{self.run_id}-{self.level.name}-processor-txn",
         }
 
@@ -500,6 +509,8 @@ class LevelRun:
         """
         if self.scenario.transactions.get("all_levels") and not self.level.transactional:
             return f"a {self.isolation} reader of a transactional producer"
+        if (auto := self.scenario.auto_commit) is not None:
+            return f"its processor auto-commits every {auto.interval_ms} ms"
         return None
 
     def _result(self, counts: LevelCounts, faults: list[dict[str, Any]]) -> dict[str, Any]:

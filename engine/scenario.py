@@ -88,6 +88,15 @@ class Fault(_Strict):
     resend_unacked: bool = True
 
 
+class AutoCommit(_Strict):
+    """The processor's consumer commits on its own timer (enable.auto.commit=true)."""
+
+    interval_ms: Annotated[int, Field(ge=100, le=60_000)] = 5000  # the clients' default
+    # The processor writes its outputs only once the timer has committed the batch (it is
+    # slower than the timer), so a fault point on `auto_committed` lands there exactly.
+    await_before_output: bool = False
+
+
 class Scenario(_Strict):
     name: str
     title: str
@@ -102,6 +111,8 @@ class Scenario(_Strict):
     # Per-level overrides of the producer's settings (for example acks=1 against acks=all).
     producer_overrides: dict[str, dict[str, Any]] = Field(default_factory=dict)
     transactions: dict[str, Any] = Field(default_factory=dict)
+    # Every level's processor commits on the consumer's timer instead of the level's rule.
+    auto_commit: AutoCommit | None = None
     # What this file's own settings give (exact where the faults are exact).
     expect: dict[str, dict[str, str]] = Field(default_factory=dict)
     # What must show, at any setting the pages offer, for the lesson to be made (bounds such
@@ -132,7 +143,7 @@ class Scenario(_Strict):
             when = fault.when
             if when.event is None or when.process != "processor":
                 continue
-            if when.event == "commit_gap" and when.count > batches:
+            if when.event in ("commit_gap", "auto_committed") and when.count > batches:
                 return (
                     f"With {workload.messages} messages and {workload.commit_every} per commit "
                     f"the processor reads {batches} batch(es), and the {fault.kind} happens in "
@@ -202,6 +213,15 @@ class Scenario(_Strict):
     def _consistent(self) -> Scenario:
         if self.replication > self.nodes:
             raise ValueError(f"replication {self.replication} needs at least that many nodes")
+        if self.auto_commit is not None:
+            if self.pipeline != "processor":
+                raise ValueError("auto_commit is the processor's: use pipeline: processor")
+            transactional = [name for name in self.levels if LEVELS[name].transactional]
+            if transactional:
+                raise ValueError(
+                    f"auto_commit replaces the level's commit, and {', '.join(transactional)} "
+                    "commits inside its transaction: leave it out of `levels`"
+                )
         for level in self.producer_overrides:
             if level not in self.levels:
                 raise ValueError(

@@ -7,7 +7,10 @@ How it commits its input offsets is what the guarantee level decides:
   acknowledged, then commit; a batch with an output that failed is read again, not committed;
 - `transactional` (exactly-once): the outputs and the input offsets go in one transaction
   (`send_offsets_to_transaction`), so either both happen or neither does; an abortable error
-  aborts the transaction and the batch is read again; a fenced producer exits.
+  aborts the transaction and the batch is read again; a fenced producer exits;
+- `auto-commit` (a scenario's `auto_commit` block, any non-transactional level): the
+  consumer's own timer commits (enable.auto.commit=true, the clients' default), whenever it
+  fires, whatever the batch's state.
 
 It subscribes in a consumer group, as applications do, with static membership
 (`group.instance.id`, KIP-345): a replacement joins with the same instance id, so the group
@@ -21,7 +24,7 @@ their crash and pause fault points on it (engine.failpoints).
 
 Events: `assigned`, `revoked`, `partitions_lost`, `consumed`, `commit_gap`, `committed`,
 `commit_rejected`, `batch_failed`, `output_acked`, `output_failed`, `txn_begin`,
-`txn_commit`, `txn_abort`, `fenced`, `error`, `idle` (caught up), `done`.
+`txn_commit`, `txn_abort`, `fenced`, `error`, `auto_committed`, `idle` (caught up), `done`.
 """
 
 from __future__ import annotations
@@ -64,6 +67,7 @@ class Processor:
     stop: StopFlag
     mode: str
     fatal: FatalErrors
+    consumer_config: dict[str, Any] = field(default_factory=dict)
     batches: int = 0
     failed_outputs: list[int] = field(default_factory=list)
 
@@ -87,6 +91,8 @@ class Processor:
                 self.commit_before(messages)
             elif self.mode == "commit-after":
                 self.commit_after(messages)
+            elif self.mode == "auto-commit":
+                self.auto_commit(messages)
             else:
                 self.transactional(messages)
 
@@ -168,6 +174,62 @@ class Processor:
             self.rewind(messages)
             return
         self.history.write("txn_commit", ids=ids, offsets=offsets_json(offsets))
+
+    def auto_commit(self, messages: list[Message]) -> None:
+        """enable.auto.commit=true: a timer commits, whatever the batch's state.
+
+        librdkafka stores each message's offset as consume() hands it over
+        (enable.auto.offset.store=true), and its background timer commits the stored offsets
+        every auto.commit.interval.ms. So the commit may land before the batch's outputs
+        (a crash then loses the batch) or after them (a crash before it repeats the batch).
+        With `await_auto_commit` the processor is slower than the timer: it starts writing
+        only once the timer has committed the batch, so a fault point on `auto_committed`
+        lands exactly there.
+        """
+        end = next_offsets(messages)
+        if self.spec.get("await_auto_commit"):
+            committed = self.wait_until_committed(end)
+            self.history.write(
+                "auto_committed",
+                batch=self.batches,
+                ids=ids_of(messages),
+                offsets=offsets_json(committed),
+                state="offsets committed by the auto-commit timer, no output written yet",
+            )
+        self.write_outputs(messages)
+        left = self.producer.flush(60)
+        if left or self.failed_outputs:
+            # Nothing to undo: the timer commits the stored offsets whatever happened.
+            self.history.write("batch_failed", ids=ids_of(messages), unflushed=left)
+        committed = self.consumer.committed(end, timeout=10)
+        if any(c.offset < e.offset for c, e in zip(committed, end, strict=True)):
+            self.history.write(
+                "commit_gap",
+                batch=self.batches,
+                ids=ids_of(messages),
+                first=offsets_json(first_offsets(messages)),
+                offsets=offsets_json(end),
+                committed=offsets_json(committed),
+                state="outputs acknowledged, the auto-commit timer has not committed them yet",
+            )
+
+    def wait_until_committed(self, end: list[TopicPartition]) -> list[TopicPartition]:
+        """Ask the group coordinator until the committed offsets reach `end`."""
+        interval_s = int(self.consumer_config.get("auto.commit.interval.ms", 5000)) / 1000.0
+        deadline = time.monotonic() + 3 * interval_s + 10
+        while True:
+            committed = self.consumer.committed(end, timeout=10)
+            if all(c.offset >= e.offset for c, e in zip(committed, end, strict=True)):
+                return committed
+            if time.monotonic() > deadline:
+                raise KafkaException(
+                    KafkaError(
+                        KafkaError._TIMED_OUT,
+                        f"the auto-commit timer did not commit {offsets_json(end)} within "
+                        f"{3 * interval_s + 10:g} s",
+                    )
+                )
+            time.sleep(0.05)
 
     # ---- steps -------------------------------------------------------------------------
     def retried(self, what: str, call: Callable[[], None], attempts: int = 5) -> None:
@@ -350,7 +412,7 @@ def run(spec: dict[str, Any]) -> int:
             producer.init_transactions(30)
             history.write("txn_init", transactional_id=spec["transactional_id"])
         consumer.subscribe([spec["input"]], on_assign=assigned, on_revoke=revoked, on_lost=lost)
-        Processor(spec, history, consumer, producer, stop, mode, fatal).loop()
+        Processor(spec, history, consumer, producer, stop, mode, fatal, cconf).loop()
         history.write("done")
         return 0
     except HungCallError as exc:

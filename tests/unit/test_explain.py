@@ -83,6 +83,34 @@ def test_loss_at_most_once_names_the_ids_and_the_commit_before_the_outputs():
     assert why.why[0].startswith("Lost: ids 1–2 not in the topic. Their offsets were committed")
 
 
+def test_a_loss_under_auto_commit_is_traced_to_the_timer_and_its_fault_point():
+    batch = {"ev": "auto_committed", "batch": 2, "ids": [1, 2], "offsets": {"0": 3}}
+    batch["state"] = "offsets committed by the auto-commit timer, no output written yet"
+    history = [
+        {"t": 0.5, "proc": "processor", "ev": "start", "mode": "auto-commit"},
+        {"t": 1.0, "proc": "processor", "ev": "output_acked", "id": 0},
+        {
+            "t": 1.4,
+            "proc": "nemesis",
+            "ev": "nemesis",
+            "kind": "crash",
+            "target": "processor",
+            "point": "after auto_committed #2",
+            "at": batch,
+        },
+    ]
+    verdicts, counts = check(ledger=range(3), history=history, stored=[StoredRecord(0, 0, 0)])
+    why = explain("at-least-once", "processor", history, counts, verdicts)
+    assert (
+        "at its fault point (after auto_committed #2): batch 2, ids 1–2, offsets committed by "
+        "the auto-commit timer, no output written yet"
+    ) in why.evidence[0]
+    assert why.why[0].startswith(
+        "Lost: ids 1–2 not in the topic. The consumer's auto-commit timer "
+        "(enable.auto.commit=true) committed their input offsets before the processor"
+    )
+
+
 def test_a_replacement_producers_policy_is_an_application_choice():
     history = [
         {

@@ -27,6 +27,8 @@ def test_every_shipped_scenario_validates():
         "zombie",
         "broker-failover",
         "aborted-transaction",
+        "auto-commit-loss",
+        "auto-commit-duplicates",
     } <= names
     for path in list_scenarios().values():
         scenario = load_scenario(path)
@@ -54,6 +56,15 @@ def test_a_valid_scenario_parses():
         (VALID + "colour: blue\n", "colour: Extra inputs are not permitted"),
         (VALID.replace("name: demo", "name: Demo Run!"), "name: use lower-case letters"),
         (VALID + "nodes: 1\nreplication: 3\n", "replication 3 needs at least that many nodes"),
+        (VALID + "auto_commit: {interval_ms: 1000}\n", "auto_commit is the processor's"),
+        (
+            VALID + "pipeline: processor\nauto_commit: {interval_ms: 1000}\n",
+            "and exactly-once commits inside its transaction",
+        ),
+        (
+            VALID + "pipeline: processor\nlevels: [at-least-once]\nauto_commit: {interval_ms: 5}\n",
+            "auto_commit.interval_ms: Input should be greater than or equal to 100",
+        ),
     ],
 )
 def test_bad_scenarios_name_file_field_and_reason(text, message):
