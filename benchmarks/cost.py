@@ -2,6 +2,7 @@
 
     .venv/bin/python -m benchmarks.cost            # full: about 15-20 minutes
     .venv/bin/python -m benchmarks.cost --quick    # the dashboard's quick run: under a minute
+    .venv/bin/python -m benchmarks.cost --published --readme   # the published baselines
 
 Full run, in order:
 1. start times: 1-node and 3-node clusters (cold and warm, via benchmarks.cluster_start) and
@@ -12,6 +13,11 @@ Full run, in order:
    confluent_kafka loop, Kafka's ProducerPerformance, the engine's producer, the proxy);
 3. the yardsticks again on a 1-node cluster, where the client rather than the brokers limits;
 4. the peak memory of the 3-node cluster, a SparkSession and the dashboard together.
+
+`--published`: on a 3-node cluster, 1 KB messages only, the transactional producer (100 ms
+transactions) beside the two baselines Confluent's 2017 figures were measured against
+(in-order at-least-once with one request in flight; at-most-once with acks=1 and five in
+flight) and beside the lab's own at-least-once and acks=1 producers; 5 shuffled rounds.
 
 `--readme` writes the tables into benchmarks/README.md (between its result markers);
 `--json PATH` keeps every trial.
@@ -34,7 +40,14 @@ from engine.cluster.embedded import EmbeddedCluster
 from engine.cost import memory, report, startup
 from engine.cost.latency import run_latency
 from engine.cost.suite import machine, run_quick
-from engine.cost.throughput import run_matrix
+from engine.cost.throughput import (
+    ACKS1,
+    BASELINE,
+    published_setups,
+    run_matrix,
+    setups,
+    txn_label,
+)
 from engine.cost.yardsticks import (
     BARE,
     BARE_PROXY,
@@ -46,6 +59,7 @@ from engine.errors import ClusterNotRunningError, LabError
 
 README = Path(__file__).resolve().parent / "README.md"
 START, END = "<!-- cost-results:start -->", "<!-- cost-results:end -->"
+PUBLISHED_MARKERS = ("<!-- published-baselines:start -->", "<!-- published-baselines:end -->")
 GIB_MIB = 4096.0
 
 FULL_SIZES = (100, 1024, 10240)
@@ -96,6 +110,51 @@ def quick(args: argparse.Namespace) -> tuple[list[str], dict[str, Any]]:
         "throughput": result.matrix.to_json(),
         "latency": result.latency.to_json(),
     }
+    return parts, raw
+
+
+def published_run(args: argparse.Namespace) -> tuple[list[str], dict[str, Any]]:
+    """The published figures' own baselines beside the lab's levels, 1 KB, on 3 nodes."""
+    os.environ["LAB_STATE_DIR"] = tempfile.mkdtemp(prefix="lab-cost-")
+    raw: dict[str, Any] = {"machine before": machine()}
+    by_label = {s.label: s for s in setups(txn_ms=(100,))}
+    chosen = [*published_setups(), by_label[BASELINE], by_label[ACKS1], by_label[txn_label(100)]]
+    say("starting the 3-node cluster")
+    cluster = EmbeddedCluster("cost-published", node_count=3)
+    start_cluster(cluster, timeout=300)
+    count = max(100, int(FULL_COUNTS[1024] * args.scale))
+    try:
+        direct = cluster.direct_bootstrap
+        matrix = run_matrix(
+            direct,
+            direct,
+            nodes=3,
+            sizes=[1024],
+            counts={1024: count},
+            rounds=args.rounds,
+            chosen=chosen,
+            warmup=500,
+            progress=say,
+        )
+    finally:
+        cluster.stop()
+    raw["throughput"] = matrix.to_json()
+    raw["machine after"] = machine()
+    parts = [
+        section(
+            "The published figures against their own baselines",
+            report.claim_rows(matrix, None)[:2],
+            "The transactional producer with 100 ms transactions, 1 KB messages, 3 nodes "
+            "(replication 3, min ISR 2, 3 partitions), against the baseline each figure was "
+            "published with and against the lab's level.",
+        ),
+        section(
+            "Producer throughput, 1 KB (3 nodes)",
+            report.throughput_rows(matrix),
+            f"{args.rounds} shuffled rounds of {count:,} timed messages (500 untimed first); "
+            "overheads are paired within each round; positive = slower than the base.",
+        ),
+    ]
     return parts, raw
 
 
@@ -150,6 +209,7 @@ def full(args: argparse.Namespace) -> tuple[list[str], dict[str, Any]]:
             sizes=FULL_SIZES,
             counts=counts,
             rounds=rounds,
+            chosen=[*setups(), *published_setups()],
             progress=say,
         )
         raw["throughput"] = matrix.to_json()
@@ -246,21 +306,24 @@ def full(args: argparse.Namespace) -> tuple[list[str], dict[str, Any]]:
     return parts, raw
 
 
-def write_readme(parts: list[str], command: str, raw: dict[str, Any]) -> None:
+def write_readme(
+    parts: list[str], command: str, raw: dict[str, Any], markers: tuple[str, str] = (START, END)
+) -> None:
+    start, end = markers
     before, after = raw.get("machine before", {}), raw.get("machine after", {})
     block = (
-        f"{START}\n\nProduced by `{command}` on {time.strftime('%Y-%m-%d %H:%M', time.gmtime())} "
+        f"{start}\n\nProduced by `{command}` on {time.strftime('%Y-%m-%d %H:%M', time.gmtime())} "
         f"UTC, "
         f"{before.get('cores')} cores, librdkafka {before.get('librdkafka')}, Kafka "
         f"{paths.kafka_version()}. Load average (1/5/15 min) before: "
         f"{before.get('load average (1/5/15 min)')}; after: "
-        f"{after.get('load average (1/5/15 min)')}.\n\n" + "\n".join(parts) + f"\n{END}"
+        f"{after.get('load average (1/5/15 min)')}.\n\n" + "\n".join(parts) + f"\n{end}"
     )
-    text = README.read_text() if README.exists() else f"# Benchmarks\n\n{START}\n{END}\n"
-    if START not in text or END not in text:
-        text += f"\n{START}\n{END}\n"
-    head, rest = text.split(START, 1)
-    tail = rest.split(END, 1)[1]
+    text = README.read_text() if README.exists() else f"# Benchmarks\n\n{start}\n{end}\n"
+    if start not in text or end not in text:
+        text += f"\n{start}\n{end}\n"
+    head, rest = text.split(start, 1)
+    tail = rest.split(end, 1)[1]
     README.write_text(head + block + tail)
     print(f"wrote the tables into {README}")
 
@@ -268,6 +331,9 @@ def write_readme(parts: list[str], command: str, raw: dict[str, Any]) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="the dashboard's under-a-minute run")
+    parser.add_argument(
+        "--published", action="store_true", help="the published figures' own baselines, 1 KB"
+    )
     parser.add_argument("--rounds", type=int, default=5, help="rounds of every setup (full run)")
     parser.add_argument(
         "--scale", type=float, default=1.0, help="multiply the messages per trial (smoke runs)"
@@ -284,6 +350,8 @@ def main() -> None:
     try:
         if args.quick:
             parts, raw = quick(args)
+        elif args.published:
+            parts, raw = published_run(args)
         else:
             parts, raw = full(args)
     except LabError as exc:
@@ -291,7 +359,8 @@ def main() -> None:
     if args.json:
         args.json.write_text(json.dumps(raw, indent=1, default=str))
     if args.readme:
-        write_readme(parts, command.strip(), raw)
+        markers = PUBLISHED_MARKERS if args.published else (START, END)
+        write_readme(parts, command.strip(), raw, markers)
 
 
 if __name__ == "__main__":

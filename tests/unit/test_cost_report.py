@@ -134,3 +134,38 @@ def test_java_props_spell_booleans_the_java_way():
         "enable.idempotence=false",
         "retries=3",
     ]
+
+
+def test_each_published_figure_is_also_measured_against_its_own_baseline():
+    from engine.cost.throughput import PUBLISHED_ALO, PUBLISHED_AMO, published_setups
+
+    chosen = {s.label: s for s in published_setups()}
+    in_order = chosen[PUBLISHED_ALO].config
+    assert in_order["max.in.flight.requests.per.connection"] == 1
+    assert in_order["acks"] == "all" and in_order["enable.idempotence"] is False
+    assert chosen[PUBLISHED_AMO].config["acks"] == "1"
+    assert chosen[PUBLISHED_AMO].config["max.in.flight.requests.per.connection"] == 5
+
+    m = matrix(
+        {
+            BASELINE: [1000.0],
+            ACKS1: [1250.0],
+            PUBLISHED_ALO: [500.0],
+            PUBLISHED_AMO: [1000.0],
+            txn_label(100): [970.0],
+        }
+    )
+    by_key = dict(zip([c.key for c in published.CLAIMS], report.claim_rows(m, None), strict=True))
+    assert by_key["eos_vs_alo"]["measured here"] == "+3.0 %"
+    assert by_key["eos_vs_alo"]["measured against their baseline"] == (
+        f"-94.0 % (vs {PUBLISHED_ALO})"
+    )
+    assert by_key["eos_vs_amo"]["measured against their baseline"] == (
+        f"+3.0 % (vs {PUBLISHED_AMO})"
+    )
+    assert by_key["read_committed_delay"]["measured against their baseline"] == "–"
+    row = {r["setup"]: r for r in report.throughput_rows(m)}[txn_label(100)]
+    assert row["overhead vs published at-least-once (%)"] == "-94.0"
+    # A run without them (the quick run) has no such columns.
+    quick = {BASELINE: [1000.0], ACKS1: [1250.0], txn_label(100): [970.0]}
+    assert "overhead vs published at-least-once (%)" not in report.throughput_rows(matrix(quick))[0]
