@@ -10,8 +10,9 @@ Where each comes from:
   Central and package indexes are reachable). Its two baselines (an in-order at-least-once
   producer with one request in flight; at-most-once with acks=1 and five in flight) are as a
   later review of the post reports them (issue 23), and are measured as such
-  (engine.cost.throughput.published_setups). Himani Arora's DZone tutorial "Exactly-Once Semantics With Apache
-  Kafka" (2018) only points to "Confluent's blog on exactly once semantics" for them.
+  (engine.cost.throughput.published_setups). Himani Arora's DZone tutorial "Exactly-Once
+  Semantics With Apache Kafka" (2018) only points to "Confluent's blog on exactly once
+  semantics" for them.
 - The course page "Advanced Kafka" (Level 3 · 30 min) puts exactly_once_v2 in Kafka Streams
   at roughly 3-5% less throughput than at-least-once, and says that read_committed holds
   records back while their transaction is open, a delay it puts at 100-500 ms in practice.
