@@ -10,7 +10,7 @@ import logging
 import time
 from dataclasses import dataclass, field
 
-from confluent_kafka import KafkaException
+from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
 
 log = logging.getLogger("engine.kafka")
@@ -82,8 +82,25 @@ def wait_for_brokers(bootstrap: str, expected: set[int], timeout: float) -> Clus
 
 
 def partition_leader(bootstrap: str, topic: str, partition: int, timeout: float = 5.0) -> int:
-    """The node id leading a partition, or -1 when it has no leader right now."""
-    md = admin_client(bootstrap).list_topics(topic=topic, timeout=timeout)
+    """The node id leading a partition, or -1 when it has no leader right now.
+
+    Asked again within `timeout` when the request fails on the way: with nodes frozen
+    (broker-failover freezes two of three), the broker librdkafka picked may be one of them.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            left = max(0.5, deadline - time.monotonic())
+            md = admin_client(bootstrap).list_topics(topic=topic, timeout=left)
+            break
+        except KafkaException as exc:
+            error = exc.args[0]
+            if time.monotonic() >= deadline or error.code() not in (
+                KafkaError._TRANSPORT,
+                KafkaError._TIMED_OUT,
+            ):
+                raise
+            time.sleep(0.2)
     meta = md.topics.get(topic)
     if meta is None or meta.error is not None or partition not in meta.partitions:
         return -1
