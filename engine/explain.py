@@ -106,6 +106,8 @@ def explain(
     resumed_at: dict[str, float] = {}
     written_after_wake: dict[str, list[int]] = defaultdict(list)
     resumed = False  # a replacement producer decided what to send again
+    # Did another instance of a role ever start (a replacement)? Then "fenced" may mean it.
+    replaced = any(e.get("ev") == "start" and "#" in str(e.get("proc", "")) for e in history)
     for event in history:
         proc, ev = str(event.get("proc", "")), event.get("ev")
         if proc == "source" or proc == "sink":
@@ -129,6 +131,20 @@ def explain(
             out.evidence.append(
                 f"{proc}'s commit of offsets {event.get('offsets')} was rejected: "
                 f"{event.get('error')} ({event.get('reason')})."
+            )
+        elif ev == "txn_abort" and event.get("by") and proc.split("#")[0] == "producer":
+            # The producer's commit failed: its transaction had been aborted meanwhile.
+            out.evidence.append(
+                f"{proc}'s commit of the transaction of ids {id_ranges(event.get('ids', []))} "
+                f"failed with {event.get('error')}: the transaction had been aborted, and "
+                "nothing of it was committed (resending it is the application's to decide)."
+                + (
+                    " librdkafka words it as fenced by a newer instance, but no other instance "
+                    "ran: a transaction coordinator that aborts a transaction for outliving "
+                    "transaction.timeout.ms also bumps the producer's epoch."
+                    if "fenced" in str(event.get("reason", "")).lower() and not replaced
+                    else ""
+                )
             )
         elif ev == "txn_abort" and proc.startswith("processor"):
             out.evidence.append(
@@ -234,6 +250,12 @@ def explain(
         writers=sorted({p for v in duplicated for p in writers_of.get(v.id, set())}),
         resumed=resumed,
         late=late_writes,
+        aborted_under=[
+            i
+            for e in history
+            if e.get("ev") == "txn_abort" and e.get("by") and e["proc"].split("#")[0] == "producer"
+            for i in e.get("ids", [])
+        ],
     )
     if pipeline == "processor":
         out.choices.append(
@@ -260,6 +282,7 @@ def headline(
     writers: list[str],
     resumed: bool,
     late: list[int],
+    aborted_under: list[int] | None = None,
 ) -> str:
     """The level's verdict in one sentence, from the worst count the run shows."""
     if counts.duplicates and duplicated:
@@ -286,7 +309,9 @@ def headline(
     if counts.aborted_visible:
         return f"{plural(counts.aborted_visible, 'aborted record')} visible to this reader"
     sentence = f"{plural(counts.delivered, 'message')}, each stored once"
-    if counts.fenced:
+    if aborted_under:  # the producer's commit failed: its transaction was aborted under it
+        sentence += f"; {ids_phrase(aborted_under)} aborted with their transaction"
+    elif counts.fenced:
         sentence += f"; {plural(counts.fenced, 'zombie write')} fenced"
     return sentence
 

@@ -54,9 +54,13 @@ def reaches_beyond_level(faults: list[Fault]) -> bool:
     return any(f.kind in BROKER_FAULTS | PROXY_WIDE_FAULTS for f in faults)
 
 
-# Roles that write every event through HistoryWriter.write, where a fault point can sit.
-# (The producer writes its send and ack lines in bulk, for speed.)
-ARMABLE_ROLES = ("processor",)
+# Where a fault point can sit: events a role writes one at a time through
+# HistoryWriter.write (None: every event). The producer writes its send and ack lines in
+# bulk, for speed, so only its transaction steps can carry a point.
+ARMABLE_EVENTS: dict[str, frozenset[str] | None] = {
+    "processor": None,
+    "producer": frozenset({"txn_init", "txn_begin", "txn_flushed", "txn_commit", "txn_abort"}),
+}
 DEFAULT_TARGETS = {"crash": "producer", "pause": "processor"}
 
 
@@ -70,7 +74,10 @@ def armed_point(fault: Fault) -> FailPoint | None:
     if fault.kind not in ("crash", "pause") or when.event is None:
         return None
     target = fault_target(fault)
-    if when.process != target or target not in ARMABLE_ROLES:
+    if when.process != target or target not in ARMABLE_EVENTS:
+        return None
+    events = ARMABLE_EVENTS[target]
+    if events is not None and when.event not in events:
         return None
     return FailPoint(when.event, when.count)
 

@@ -34,9 +34,11 @@ from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, Producer
 
+from engine.failpoints import ArmedFailPoint, FailPoint
 from engine.history import HistoryWriter, read_jsonl
 from engine.kafka.reader import read_topic
 from engine.roles.common import (
+    FENCED_CODES,
     FatalErrors,
     Stamp,
     StopFlag,
@@ -124,7 +126,9 @@ def ids_to_send(spec: dict[str, Any], history: HistoryWriter) -> list[int]:
 
 
 def run(spec: dict[str, Any]) -> int:
-    history = HistoryWriter(spec["history"], spec["name"])
+    # A fault point on a transaction step (engine.nemesis.ARMABLE_EVENTS), if one is armed.
+    point = FailPoint.from_spec(spec.get("failpoint"))
+    history = HistoryWriter(spec["history"], spec["name"], point and ArmedFailPoint(point))
     events = ProducerHistory(history, spec.get("outbox"))
     stop = StopFlag()
     batch = bool(spec.get("batch"))
@@ -232,6 +236,9 @@ def run_transactions(
                 send([message_id])
                 flush(120)  # one Produce request per message, as outside transactions
         flush(120)
+        # Every record of the transaction appended, the commit not asked for yet: the point
+        # where a producer that stalls leaves its transaction open (transaction-timeout).
+        history.write("txn_flushed", txn=index, ids=chunk)
         if hold.get("txn") == index:
             history.write("txn_open", txn=index, seconds=hold["seconds"])
             time.sleep(float(hold["seconds"]))
@@ -240,9 +247,42 @@ def run_transactions(
             flush(0)  # reports of anything the abort purged
             history.write("txn_abort", txn=index, ids=chunk)
         else:
-            producer.commit_transaction(30)
+            commit(producer, history, index, chunk)
             flush(0)
             history.write("txn_commit", txn=index, ids=chunk)
+
+
+def commit(producer: Producer, history: HistoryWriter, index: int, chunk: Sequence[int]) -> None:
+    """commit_transaction, saying in the history when the transaction was aborted instead.
+
+    A producer that stalled past transaction.timeout.ms finds its transaction aborted by the
+    coordinator (and its epoch bumped): the commit fails with a fenced or abortable error, and
+    the application knows that nothing of the transaction was committed. Any other failure
+    (a timeout, the coordinator unreachable) leaves the outcome unknown, and says so.
+    """
+    try:
+        producer.commit_transaction(30)
+    except KafkaException as exc:
+        error = exc.args[0]
+        aborted = (
+            error.txn_requires_abort()
+            or error.code() in FENCED_CODES
+            or "fenced" in error.str().lower()
+        )
+        if aborted:
+            history.write(
+                "txn_abort",
+                txn=index,
+                ids=list(chunk),
+                error=error.name(),
+                reason=error.str(),
+                by="the commit failed: the transaction was aborted",
+            )
+            if error.txn_requires_abort():
+                producer.abort_transaction(30)
+        else:
+            history.write("txn_commit_unknown", txn=index, ids=list(chunk), error=error.name())
+        raise
 
 
 if __name__ == "__main__":

@@ -164,3 +164,31 @@ def test_the_headline_of_an_acknowledged_loss():
     verdicts, counts = check(ledger=range(2), history=history, stored=[StoredRecord(0, 0, 0)])
     line = explain("at-least-once", "producer", history, counts, verdicts).headline
     assert line == "1 message lost: id 1 not in the topic, although acknowledged"
+
+
+def test_a_transaction_aborted_under_a_stalled_producer_is_said_as_such():
+    """transaction-timeout: the commit fails after the coordinator aborted on timeout."""
+    history = [
+        {"t": 1.0, "proc": "producer", "ev": "txn_commit", "ids": [0, 1]},
+        {
+            "t": 9.0,
+            "proc": "producer",
+            "ev": "txn_abort",
+            "txn": 1,
+            "ids": [2, 3],
+            "error": "_FENCED",
+            "reason": "Failed to end transaction: Local: This instance has been fenced",
+            "by": "the commit failed: the transaction was aborted",
+        },
+        {"t": 9.1, "proc": "producer", "ev": "fenced", "error": "_FENCED", "reason": "fenced"},
+    ]
+    stored = [StoredRecord(0, 0, 0), StoredRecord(0, 1, 1)]
+    verdicts, counts = check(ledger=range(4), history=history, stored=stored)
+    assert [v.verdict for v in verdicts][2:] == ["aborted, as intended"] * 2
+    why = explain("exactly-once", "producer", history, counts, verdicts)
+    assert why.headline == "2 messages, each stored once; ids 2–3 aborted with their transaction"
+    assert why.evidence[0].startswith(
+        "producer's commit of the transaction of ids 2–3 failed with _FENCED: the transaction "
+        "had been aborted, and nothing of it was committed"
+    )
+    assert "no other instance ran" in why.evidence[0]

@@ -29,6 +29,7 @@ def test_every_shipped_scenario_validates():
         "aborted-transaction",
         "auto-commit-loss",
         "auto-commit-duplicates",
+        "transaction-timeout",
     } <= names
     for path in list_scenarios().values():
         scenario = load_scenario(path)
