@@ -202,6 +202,8 @@ def explain(
                 " The resend came from a new producer instance with a new producer id, so the "
                 "broker could not tell it from a new message: idempotence lasts one session."
             )
+        if pipeline == "producer":  # a retry overtaken; a processor redoes whole batches
+            sentence += overtaken_sentence(duplicated, verdicts)
         out.why.append(sentence)
     lost = [v.id for v in verdicts if v.verdict == "lost"]
     if lost:
@@ -269,6 +271,46 @@ def explain(
 
 def plural(n: int, word: str) -> str:
     return f"{n} {word}" + ("" if n == 1 else "s")
+
+
+def broker_answers(faults: Sequence[dict[str, Any]]) -> list[str]:
+    """The errors the brokers answered Produce requests with, as the fault proxy saw them."""
+    out = []
+    for fault in faults:
+        if fault.get("source") != "proxy" or fault.get("kind") != "produce_error":
+            continue
+        out.append(
+            f"Node {fault.get('node')} answered the Produce request with correlation id "
+            f"{fault.get('correlation_id')} (partition {fault.get('partition')}) with "
+            f"{fault.get('error')} after {fault.get('waited_ms'):g} ms (seen by the fault "
+            "proxy; the client retries such an error on its own, if its settings allow)."
+        )
+    return out
+
+
+def overtaken_sentence(duplicated: Sequence[Verdict], verdicts: Sequence[Verdict]) -> str:
+    """Later ids whose first copy a retried id's last copy landed after, from the offsets."""
+
+    def position(text: str) -> tuple[int, int]:
+        partition, offset = text.split(":")
+        return int(partition), int(offset)
+
+    first = {v.id: position(v.offsets[0]) for v in verdicts if v.offsets}
+    parts = []
+    for v in duplicated:
+        if len(v.offsets) < 2:
+            continue
+        (p0, o0), (p1, o1) = position(v.offsets[0]), position(v.offsets[-1])
+        if p0 != p1:
+            continue
+        passed = sorted(i for i, (p, o) in first.items() if i > v.id and p == p1 and o0 < o < o1)
+        if passed:
+            parts.append(
+                f"id {v.id}'s last copy (partition {p1}, offset {o1}) landed after "
+                f"{ids_phrase(passed)}, sent later"
+            )
+    text = "; ".join(parts)
+    return f" {text[0].upper()}{text[1:]}." if parts else ""
 
 
 def headline(
@@ -342,6 +384,15 @@ def _nemesis_evidence(event: dict[str, Any], out: Explanation) -> None:
         out.evidence.append(f"{target} was frozen (SIGSTOP){' ' + where if where else ''}.")
     elif kind == "resume":
         out.evidence.append(f"{target} woke up (SIGCONT).")
+    elif kind == "pause-follower":
+        out.evidence.append(
+            f"Follower node {event.get('node')} was frozen (SIGSTOP); node "
+            f"{event.get('leader')} led the partition, node {event.get('controller')} was the "
+            "controller."
+        )
+    elif kind == "resume-nodes":
+        nodes = ", ".join(str(n) for n in event.get("nodes") or [])
+        out.evidence.append(f"Node(s) {nodes} resumed (SIGCONT).")
     elif kind == "fault-not-reached":
         out.evidence.append(
             f"The {event.get('fault')} of {target} ({event.get('point')}) never fired: "

@@ -34,6 +34,11 @@ PROXY_WORDS = {
 def proxy_text(event: dict[str, Any]) -> str | None:
     """A proxy event in words, naming the request by Kafka's own correlation id."""
     kind, cid = str(event.get("kind")), event.get("correlation_id")
+    if kind == "produce_error":
+        return (
+            f"node {event.get('node')} answered the Produce request with correlation id {cid} "
+            f"with {event.get('error')}"
+        )
     if cid is None or kind not in PROXY_WORDS:
         return PROXY_WORDS.get(kind)
     reset = "; connection reset" if event.get("after") == "reset" else ""
@@ -115,6 +120,8 @@ def nemesis_text(event: dict[str, Any]) -> str:
         "kill-node": f"broker node {event.get('node')} killed (this level's leader was node "
         f"{event.get('leader')})",
         "pause-followers": f"follower node(s) {nodes} frozen",
+        "pause-follower": f"follower node {event.get('node')} frozen (the leader is node "
+        f"{event.get('leader')}; the controller, node {event.get('controller')}, runs on)",
         "resume-nodes": f"node(s) {nodes} resumed",
         "restart-nodes": f"node(s) {nodes} restarted",
         "supervisor-restart": f"{target} exited on its own; the application's supervisor "

@@ -23,6 +23,7 @@ from engine.cluster.base import Cluster
 from engine.errors import UnsupportedFaultError
 from engine.failpoints import FailPoint, wait_stopped
 from engine.history import HistoryWriter
+from engine.kafka import admin
 from engine.processes import RoleProcess
 from engine.scenario import Fault
 
@@ -45,7 +46,9 @@ PROXY_FAULTS = ("drop-produce-response", "blackhole", "latency", "reset-connecti
 # A run with any of them runs its levels one at a time and has the cluster alone; the others
 # (drops aimed at one level's client ids, crashes and pauses of its own processes) stay
 # inside the level that suffers them.
-BROKER_FAULTS = frozenset({"kill-leader", "pause-followers", "resume-nodes", "restart-nodes"})
+BROKER_FAULTS = frozenset(
+    {"kill-leader", "pause-followers", "pause-follower", "resume-nodes", "restart-nodes"}
+)
 PROXY_WIDE_FAULTS = frozenset({"blackhole", "latency", "reset-connections"})
 
 
@@ -219,6 +222,8 @@ class Nemesis:
                 self.ctx.cluster.pause_node(node)
                 self.paused_nodes.add(node)
             self.record(kind, nodes=followers, leader=leader)
+        elif kind == "pause-follower":
+            self._pause_one_follower(fault)
         elif kind == "resume-nodes":
             for node in sorted(self.paused_nodes):
                 self.ctx.cluster.resume_node(node)
@@ -229,6 +234,36 @@ class Nemesis:
                 self.ctx.cluster.restart_node(node)
             self.record(kind, nodes=sorted(self.killed_nodes))
             self.killed_nodes.clear()
+
+    def _pause_one_follower(self, fault: Fault) -> None:
+        """SIGSTOP one follower of the topic's partition 0: not the active controller.
+
+        It stays in the ISR (replica.lag.time.max.ms is 30 s) and is not fenced (for less
+        than broker.session.timeout.ms), so an acks=all write waits for it, and the leader
+        answers REQUEST_TIMED_OUT once the request's timeout passes: the write is in the
+        leader's log all the same. Freezing the controller too would stall the metadata
+        quorum instead, which is another lesson.
+        """
+        cluster = self.ctx.cluster
+        leader = cluster.leader_of(self.ctx.topic)
+        view = admin.describe(cluster.direct_bootstrap)
+        followers = [n for n in cluster.node_ids if n not in (leader, view.controller_id)]
+        if not followers:
+            self.record("pause-follower-skipped", reason="every follower is the controller")
+            return
+        node = followers[0]
+        cluster.pause_node(node)
+        self.paused_nodes.add(node)
+        self.record("pause-follower", node=node, leader=leader, controller=view.controller_id)
+        if fault.duration_s:
+
+            def resume(n: int = node) -> None:
+                if n in self.paused_nodes:
+                    cluster.resume_node(n)
+                    self.paused_nodes.discard(n)
+                    self.record("resume-nodes", nodes=[n])
+
+            self.timed_resumes.append((time.time() + fault.duration_s, resume))
 
     def _point(self, fault: Fault) -> dict[str, Any]:
         """Where the target stood when the signal hit it, for the record and the page."""

@@ -32,7 +32,7 @@ from engine import paths, record
 from engine.checker import LevelCounts, Verdict, check, verdicts_to_rows
 from engine.cluster.base import Cluster
 from engine.errors import LabError
-from engine.explain import explain, id_ranges
+from engine.explain import broker_answers, explain, id_ranges
 from engine.failpoints import FailPoint
 from engine.history import HistoryWriter, Tail, merge
 from engine.kafka import admin
@@ -399,6 +399,7 @@ class LevelRun:
         faults = self._faults(history)
         effects = self._effects(history)
         why = explain(self.level.name, self.scenario.pipeline, history, counts, verdicts)
+        why.evidence += broker_answers(faults)
         why.evidence += judging_caveats(still_open, verdicts, txn_timeout_s + TXN_ABORT_SCAN_S)
         if effects.get("effect_ids") is not None:  # what the idempotency key made of it
             absorbed = effects["duplicates_absorbed"]

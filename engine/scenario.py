@@ -63,6 +63,7 @@ FaultKind = Literal[
     "resume",
     "kill-leader",
     "pause-followers",
+    "pause-follower",
     "resume-nodes",
     "restart-nodes",
 ]

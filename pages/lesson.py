@@ -16,9 +16,63 @@ from pages._follow import follow_panel
 from pages._roles import is_presenter
 from pages._run_control import run_live
 from pages._run_view import render_run
-from pages._shared import cluster_service, require_app, show_error
+from pages._shared import (
+    ClusterService,
+    cluster_service,
+    node_advice,
+    require_app,
+    show_error,
+)
 
 require_app()
+
+
+@st.fragment(run_every=1.0)
+def restart_progress(service: ClusterService) -> None:
+    """The restart's steps on the projected page (the sidebar may be hidden)."""
+    if service.state != "starting":
+        st.rerun(scope="app")  # the new cluster is up (or failed): draw the step for it
+    with st.status("Restarting the cluster…", expanded=True):
+        for line in service.steps:
+            st.write(line)
+
+
+def cluster_fits(service: ClusterService, nodes: int) -> bool:
+    """Whether the step can run now; if not, say why and offer the restart where it may."""
+    if service.state == "starting":
+        restart_progress(service)
+        return False
+    if service.state != "ready" or service.cluster is None:
+        st.info("The cluster is not ready yet; its progress shows in the sidebar.")
+        return False
+    advice = node_advice(
+        nodes,
+        len(service.cluster.node_ids),
+        owned=service.owned,
+        backend=service.cluster.backend,
+    )
+    if advice is None:
+        return True
+    st.info(advice.text, icon="🧩")
+    if (
+        advice.restart_nodes
+        and is_presenter()
+        and st.button(
+            f"Restart the cluster with {advice.restart_nodes} nodes",
+            key="lesson_restart",
+            type="primary",
+            help="Stops the dashboard's cluster (recorded runs keep their saved records) and "
+            "starts one with more nodes; then run the step.",
+        )
+    ):
+        try:
+            service.restart(nodes=advice.restart_nodes)
+        except LabError as exc:
+            show_error(exc)
+        else:
+            st.rerun()
+    return False
+
 
 # Projector-sized type for this page only.
 # The metric values hold a <p> too: their rule is more specific, so the enlarged text rule
@@ -83,6 +137,8 @@ if phase in ("run", "explain"):
     st.subheader("2 · Run it, for real")
     # The story tells the outcome: it waits for the explanation, after the run.
     service = cluster_service()
+    if phase == "run" and not cluster_fits(service, scenario.nodes):
+        st.stop()  # the step says what it needs and offers the restart; Run comes after it
     if phase == "run" and st.button("▶ Run the scenario", type="primary"):
         output = run_live(service, scenario, scenario.levels)
         if output is not None:

@@ -219,7 +219,9 @@ class ProxyControl:
     ) -> int:
         """Add a drop rule; returns its rule_id. No targeting at all means nth=1.
 
-        drop="request" loses the Produce request itself instead of its response.
+        drop="request" loses the Produce request itself instead of its response, and the
+        connection stalls from it on, as TCP does behind a lost segment (nothing behind it is
+        forwarded) until the client gives up on the connection.
         """
         answer = self.request(
             "drop_produce_responses",

@@ -234,3 +234,93 @@ def response_correlation_id(frame: bytes) -> int:
     """Correlation id of a response: the first four bytes of every response header."""
     _need(frame, 0, 4, "response correlation id")
     return SIZE.unpack_from(frame, 0)[0]
+
+
+# Kafka's error codes that a Produce response can carry and a lesson names; others are
+# shown by number (the protocol's table: kafka.apache.org/protocol#protocol_error_codes).
+PRODUCE_ERRORS = {
+    1: "OFFSET_OUT_OF_RANGE",
+    2: "CORRUPT_MESSAGE",
+    3: "UNKNOWN_TOPIC_OR_PARTITION",
+    6: "NOT_LEADER_OR_FOLLOWER",
+    7: "REQUEST_TIMED_OUT",
+    10: "MESSAGE_TOO_LARGE",
+    19: "NOT_ENOUGH_REPLICAS",
+    20: "NOT_ENOUGH_REPLICAS_AFTER_APPEND",
+    45: "OUT_OF_ORDER_SEQUENCE_NUMBER",
+    46: "DUPLICATE_SEQUENCE_NUMBER",
+    47: "INVALID_PRODUCER_EPOCH",
+    48: "INVALID_TXN_STATE",
+    59: "UNKNOWN_PRODUCER_ID",
+    74: "FENCED_LEADER_EPOCH",
+    90: "PRODUCER_FENCED",
+}
+
+
+@dataclass(frozen=True)
+class PartitionError:
+    """One partition's error in a Produce response."""
+
+    topic: str | None  # None from v13 on, where topics are named by id
+    partition: int
+    error_code: int
+
+    @property
+    def error_name(self) -> str:
+        return PRODUCE_ERRORS.get(self.error_code, f"error code {self.error_code}")
+
+
+def produce_response_errors(frame: bytes, api_version: int) -> list[PartitionError]:
+    """The partitions of a Produce response that carry an error (code != 0).
+
+    Written from the protocol's ProduceResponse schema, v0 to v13: flexible (compact arrays
+    and strings, tagged fields, response header v1) from v9, topics by id from v13.
+    """
+    flexible = api_version >= 9
+    pos = 4  # correlation id
+    if flexible:
+        pos = skip_tagged_fields(frame, pos)
+
+    def array_len(pos: int, what: str) -> tuple[int, int]:
+        if flexible:
+            n, pos = read_uvarint(frame, pos)
+            return n - 1, pos
+        _need(frame, pos, 4, what)
+        return SIZE.unpack_from(frame, pos)[0], pos + 4
+
+    def string(pos: int, what: str) -> tuple[str | None, int]:
+        return (_read_compact_string if flexible else _read_string)(frame, pos, what)
+
+    errors: list[PartitionError] = []
+    topics, pos = array_len(pos, "responses")
+    for _ in range(max(0, topics)):
+        topic: str | None = None
+        if api_version >= 13:
+            _need(frame, pos, 16, "topic_id")
+            pos += 16
+        else:
+            topic, pos = string(pos, "topic name")
+        partitions, pos = array_len(pos, "partition_responses")
+        for _ in range(max(0, partitions)):
+            _need(frame, pos, 6, "partition index and error_code")
+            index, code = struct.unpack_from(">ih", frame, pos)
+            pos += 6 + 8  # base_offset
+            if api_version >= 2:
+                pos += 8  # log_append_time_ms
+            if api_version >= 5:
+                pos += 8  # log_start_offset
+            if api_version >= 8:
+                batches, pos = array_len(pos, "record_errors")
+                for _ in range(max(0, batches)):
+                    _need(frame, pos, 4, "batch_index")
+                    _message, pos = string(pos + 4, "batch_index_error_message")
+                    if flexible:
+                        pos = skip_tagged_fields(frame, pos)
+                _message, pos = string(pos, "error_message")
+            if flexible:
+                pos = skip_tagged_fields(frame, pos)
+            if code:
+                errors.append(PartitionError(topic, index, code))
+        if flexible:
+            pos = skip_tagged_fields(frame, pos)
+    return errors

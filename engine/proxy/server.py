@@ -36,6 +36,7 @@ from engine.proxy.framing import (
     encode_frame,
     parse_produce_acks,
     parse_request_header,
+    produce_response_errors,
     response_correlation_id,
 )
 from engine.proxy.rewrite import (
@@ -343,6 +344,13 @@ class Connection:
         return item
 
     def _drop_request(self, info: Inflight) -> None:
+        """Lose a Produce request as a network loses it: TCP delivers nothing behind it.
+
+        A lost segment stalls its connection: the requests behind it on the same connection
+        never reach the broker either, and nothing comes back, until the client gives up on
+        the connection (socket.timeout.ms) and retries on a new one, in order. So the proxy
+        holds the connection from the lost request on, instead of forwarding what follows.
+        """
         rule = info.drop_rule
         assert rule is not None
         self.proxy.events.emit(
@@ -355,6 +363,7 @@ class Connection:
             acks=info.acks,
             transactional_id=info.transactional_id,
         )
+        self.hold(rule_id=rule.rule_id, correlation_id=info.correlation_id)
 
     async def _read_upstream(self) -> None:
         assert self.up_reader is not None
@@ -369,6 +378,8 @@ class Connection:
                 info: Inflight | None = None
                 with contextlib.suppress(FrameError):
                     info = self.inflight.pop(response_correlation_id(payload), None)
+                if info is not None and info.api_key == PRODUCE:
+                    self._note_produce_errors(info, payload)
                 if info is not None and self.proxy.rewriting:
                     payload = await self.proxy.rewrite_response(self, info, payload)
                 drop = info if info is not None and info.drop_rule is not None else None
@@ -412,6 +423,31 @@ class Connection:
                 continue
             self.client_writer.write(encode_frame(item.payload))
             await self.client_writer.drain()
+
+    def _note_produce_errors(self, info: Inflight, payload: bytes) -> None:
+        """Record each partition error the broker answered a Produce request with.
+
+        The client may retry such an error without telling the application (librdkafka does
+        for REQUEST_TIMED_OUT and NOT_ENOUGH_REPLICAS): the proxy's record is how a run shows
+        what the broker said.
+        """
+        try:
+            errors = produce_response_errors(payload, info.api_version)
+        except FrameError:
+            return  # a layout we do not know: forwarded untouched, unrecorded
+        for error in errors:
+            self.proxy.events.emit(
+                "produce_error",
+                self.node,
+                **self._detail(),
+                correlation_id=info.correlation_id,
+                api_version=info.api_version,
+                topic=error.topic,
+                partition=error.partition,
+                error=error.error_name,
+                error_code=error.error_code,
+                waited_ms=round((time.time() - info.ts) * 1000.0, 1),
+            )
 
     def _drop_response(self, info: Inflight) -> None:
         rule = info.drop_rule

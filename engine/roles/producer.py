@@ -82,9 +82,12 @@ class ProducerHistory:
         """librdkafka's delivery report: kept until `write_reports`."""
         if err is None:
             key = msg.key().decode()
+            # None when the broker did not say where the write is: an idempotent retry of a
+            # batch it already holds is acknowledged as a duplicate, without its offset.
+            offset = msg.offset()
             self._reports.append(
                 f'{{"t":{self._stamp()},"proc":{self._proc},"ev":"ack","id":{key},'
-                f'"partition":{msg.partition()},"offset":{msg.offset()}}}\n'
+                f'"partition":{msg.partition()},"offset":{"null" if offset is None else offset}}}\n'
             )
             if self._outbox is not None:
                 self._acked.append(f'{{"id":{key},"state":"acked"}}\n')

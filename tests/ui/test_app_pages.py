@@ -114,6 +114,29 @@ def test_every_lesson_file_validates():
 
 
 @pytest.mark.kafka
+@pytest.mark.kafka
+def test_a_lesson_step_that_needs_3_nodes_says_so_before_it_runs(monkeypatch, cluster1):
+    from engine.lesson import list_lessons, load_lesson
+
+    monkeypatch.setenv("LAB_AUTOSTART", "1")
+    register_current(cluster1)
+    lesson = load_lesson(list_lessons()["delivery-guarantees"])
+    step = next(i for i, s in enumerate(lesson.steps) if s.scenario == "retry-reorder")
+    try:
+        at = AppTest.from_file(APP, default_timeout=120).run()
+        at.switch_page("pages/lesson.py").run()
+        at.session_state["lesson_step"] = step
+        at.run()
+        at.radio[0].set_value("2").run()
+        next(b for b in at.button if b.label == "Lock in the prediction").click().run()
+        assert not at.exception
+        infos = "\n".join(i.value for i in at.info)
+        assert "needs a 3-node cluster; the running one has 1" in infos
+        assert not any(b.label == "▶ Run the scenario" for b in at.button)
+    finally:
+        (paths.state_dir() / "current.json").unlink(missing_ok=True)
+
+
 def test_lesson_mode_predict_run_explain(monkeypatch, cluster1):
     monkeypatch.setenv("LAB_AUTOSTART", "1")
     register_current(cluster1)

@@ -192,3 +192,14 @@ def test_a_transaction_aborted_under_a_stalled_producer_is_said_as_such():
         "had been aborted, and nothing of it was committed"
     )
     assert "no other instance ran" in why.evidence[0]
+
+
+def test_a_retried_copy_that_lands_after_later_ids_is_said():
+    """retry-reorder: id 1 timed out, was stored, retried, and its copy landed after 2 and 3."""
+    stored = [StoredRecord(0, 0, 0), StoredRecord(0, 1, 1), StoredRecord(0, 2, 2)]
+    stored += [StoredRecord(0, 3, 3), StoredRecord(0, 4, 1)]
+    verdicts, counts = check(ledger=range(4), history=[], stored=stored)
+    why = explain("at-least-once", "producer", [], counts, verdicts)
+    assert why.why[0].endswith(
+        "Id 1's last copy (partition 0, offset 4) landed after ids 2–3, sent later."
+    )

@@ -80,3 +80,23 @@ def test_stamp_is_a_json_number_and_never_goes_back() -> None:
     stamp = Stamp(0.001)
     seen = [json.loads(stamp()) for _ in range(2000)]
     assert seen == sorted(seen) and seen[0] > 1e9 and isinstance(seen[0], float)
+
+
+def test_an_ack_without_an_offset_is_still_a_line(tmp_path) -> None:
+    """An idempotent retry the broker already holds is acknowledged without its offset."""
+    path = tmp_path / "producer.jsonl"
+    writer = HistoryWriter(path, "producer")
+    events = ProducerHistory(writer)
+    events.on_delivery(None, message(3, 0, None))  # type: ignore[arg-type]
+    events.write_reports()
+    writer.close()
+    assert read_jsonl(path) == [
+        {
+            "t": read_jsonl(path)[0]["t"],
+            "proc": "producer",
+            "ev": "ack",
+            "id": 3,
+            "partition": 0,
+            "offset": None,
+        }
+    ]

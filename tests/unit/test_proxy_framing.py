@@ -246,3 +246,54 @@ def test_response_correlation_id() -> None:
     assert response_correlation_id(struct.pack(">i", -2)) == -2
     with pytest.raises(FrameError):
         response_correlation_id(b"\x00\x01")
+
+
+def produce_response(version: int, partitions: list[tuple[int, int]], topic: str = "t") -> bytes:
+    """A Produce response as the protocol's schema lays it out (v7 rigid, v9+ flexible)."""
+    flexible = version >= 9
+
+    def uvarint(n: int) -> bytes:
+        out = b""
+        while True:
+            byte, n = n & 0x7F, n >> 7
+            out += bytes([byte | (0x80 if n else 0)])
+            if not n:
+                return out
+
+    def array(n: int) -> bytes:
+        return uvarint(n + 1) if flexible else struct.pack(">i", n)
+
+    def string(s: str | None) -> bytes:
+        if s is None:
+            return uvarint(0) if flexible else struct.pack(">h", -1)
+        raw = s.encode()
+        return (uvarint(len(raw) + 1) if flexible else struct.pack(">h", len(raw))) + raw
+
+    tags = uvarint(0) if flexible else b""
+    body = struct.pack(">i", 42) + tags + array(1) + string(topic) + array(len(partitions))
+    for index, code in partitions:
+        body += struct.pack(">ihqqq", index, code, 7, -1, 0)
+        if version >= 8:
+            body += array(0) + string("why" if code else None)
+        body += tags
+    return body + tags + struct.pack(">i", 0) + tags
+
+
+@pytest.mark.parametrize("version", [7, 8, 9, 11])
+def test_produce_response_errors_are_read_per_partition(version: int) -> None:
+    from engine.proxy.framing import produce_response_errors
+
+    frame = produce_response(version, [(0, 0), (1, 7), (2, 19)])
+    errors = produce_response_errors(frame, version)
+    assert [(e.topic, e.partition, e.error_name) for e in errors] == [
+        ("t", 1, "REQUEST_TIMED_OUT"),
+        ("t", 2, "NOT_ENOUGH_REPLICAS"),
+    ]
+    assert produce_response_errors(produce_response(version, [(0, 0)]), version) == []
+
+
+def test_a_truncated_produce_response_is_a_frame_error() -> None:
+    from engine.proxy.framing import produce_response_errors
+
+    with pytest.raises(FrameError):
+        produce_response_errors(produce_response(9, [(0, 7)])[:12], 9)

@@ -315,6 +315,25 @@ def test_hold_keeps_connection_open_and_silent(lab: Lab) -> None:
     wait_for(lambda: lab.broker.closed > closed_before, what="upstream closed")
 
 
+def test_a_lost_request_stalls_its_connection_as_tcp_does(lab: Lab) -> None:
+    """Nothing behind a lost request reaches the broker on that connection."""
+    lab.ctl.drop_produce_responses(nth=2, drop="request")
+    sock = lab.connect()
+    sock.sendall(encode_frame(produce(1)))
+    assert corr_of(recv_frame(sock)) == 1
+    sock.sendall(encode_frame(produce(2)))  # lost
+    sock.sendall(encode_frame(produce(3)))  # behind it: never delivered either
+    assert_silent(sock, 0.4)
+    assert lab.broker.corrs() == [1]
+    (lost,) = lab.events_of("produce_request_dropped")
+    (held,) = lab.events_of("connection_held")
+    assert lost["correlation_id"] == held["correlation_id"] == 2
+    sock.close()
+    again = lab.connect()  # the client's retry, on a new connection, in order
+    again.sendall(encode_frame(produce(2)))
+    assert corr_of(recv_frame(again)) == 2
+
+
 def test_acks0_requests_are_not_counted(lab: Lab) -> None:
     lab.ctl.drop_produce_responses(nth=2)
     sock = lab.connect()
