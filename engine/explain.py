@@ -274,16 +274,26 @@ def plural(n: int, word: str) -> str:
 
 
 def broker_answers(faults: Sequence[dict[str, Any]]) -> list[str]:
-    """The errors the brokers answered Produce requests with, as the fault proxy saw them."""
-    out = []
+    """The errors the brokers answered Produce requests with, as the fault proxy saw them.
+
+    One line per error and node; a client that retries every 100 ms gets dozens of the same.
+    """
+    by_error: dict[tuple[Any, Any], list[dict[str, Any]]] = defaultdict(list)
     for fault in faults:
-        if fault.get("source") != "proxy" or fault.get("kind") != "produce_error":
-            continue
+        if fault.get("source") == "proxy" and fault.get("kind") == "produce_error":
+            by_error[(fault.get("node"), fault.get("error"))].append(fault)
+    out = []
+    for (node, error), seen in by_error.items():
+        first = seen[0]
+        if len(seen) == 1:
+            which = f"the Produce request with correlation id {first.get('correlation_id')}"
+        else:
+            which = f"{len(seen)} Produce requests (correlation ids {first.get('correlation_id')}"
+            which += f" to {seen[-1].get('correlation_id')})"
         out.append(
-            f"Node {fault.get('node')} answered the Produce request with correlation id "
-            f"{fault.get('correlation_id')} (partition {fault.get('partition')}) with "
-            f"{fault.get('error')} after {fault.get('waited_ms'):g} ms (seen by the fault "
-            "proxy; the client retries such an error on its own, if its settings allow)."
+            f"Node {node} answered {which} with {error}, after "
+            f"{first.get('waited_ms'):g} ms for the first (seen by the fault proxy; the client "
+            "retries such an error on its own, if its settings allow)."
         )
     return out
 
@@ -389,6 +399,11 @@ def _nemesis_evidence(event: dict[str, Any], out: Explanation) -> None:
             f"Follower node {event.get('node')} was frozen (SIGSTOP); node "
             f"{event.get('leader')} led the partition, node {event.get('controller')} was the "
             "controller."
+        )
+    elif kind == "isr":
+        out.evidence.append(
+            f"The cluster reported the partition's in-sync replicas as {event.get('isr')}, "
+            f"led by node {event.get('leader')}, high watermark {event.get('high_watermark')}."
         )
     elif kind == "resume-nodes":
         nodes = ", ".join(str(n) for n in event.get("nodes") or [])

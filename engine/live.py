@@ -120,6 +120,8 @@ def nemesis_text(event: dict[str, Any]) -> str:
         "kill-node": f"broker node {event.get('node')} killed (this level's leader was node "
         f"{event.get('leader')})",
         "pause-followers": f"follower node(s) {nodes} frozen",
+        "isr": f"ISR now {event.get('isr')} (leader node {event.get('leader')}, high "
+        f"watermark {event.get('high_watermark')})",
         "pause-follower": f"follower node {event.get('node')} frozen (the leader is node "
         f"{event.get('leader')}; the controller, node {event.get('controller')}, runs on)",
         "resume-nodes": f"node(s) {nodes} resumed",

@@ -238,20 +238,25 @@ class Nemesis:
     def _pause_one_follower(self, fault: Fault) -> None:
         """SIGSTOP one follower of the topic's partition 0: not the active controller.
 
-        It stays in the ISR (replica.lag.time.max.ms is 30 s) and is not fenced (for less
-        than broker.session.timeout.ms), so an acks=all write waits for it, and the leader
-        answers REQUEST_TIMED_OUT once the request's timeout passes: the write is in the
-        leader's log all the same. Freezing the controller too would stall the metadata
+        Frozen for less than broker.session.timeout.ms (6 s on the lab's clusters) it is not
+        fenced and stays in the ISR: an acks=all write waits for it, and the leader answers
+        REQUEST_TIMED_OUT once the request's timeout passes, the write in its log all the
+        same (retry-reorder). Frozen for longer, the controller fences it, and a fenced broker
+        leaves every ISR (isr-shrink). Freezing the controller too would stall the metadata
         quorum instead, which is another lesson.
         """
         cluster = self.ctx.cluster
         leader = cluster.leader_of(self.ctx.topic)
         view = admin.describe(cluster.direct_bootstrap)
-        followers = [n for n in cluster.node_ids if n not in (leader, view.controller_id)]
+        replicas = admin.partition_replicas(cluster.direct_bootstrap, self.ctx.topic)
+        followers = [n for n in replicas if n != leader]
         if not followers:
-            self.record("pause-follower-skipped", reason="every follower is the controller")
+            self.record("pause-follower-skipped", reason="the partition has no follower")
             return
-        node = followers[0]
+        # Not the active controller where the placement allows: freezing it would also move
+        # the metadata quorum's leadership, another lesson (the quorum survives: 2 of 3).
+        calm = [n for n in followers if n != view.controller_id]
+        node = (calm or followers)[0]
         cluster.pause_node(node)
         self.paused_nodes.add(node)
         self.record("pause-follower", node=node, leader=leader, controller=view.controller_id)

@@ -36,7 +36,7 @@ from engine.explain import broker_answers, explain, id_ranges
 from engine.failpoints import FailPoint
 from engine.history import HistoryWriter, Tail, merge
 from engine.kafka import admin
-from engine.kafka.reader import open_transactions, read_topic
+from engine.kafka.reader import PartitionWatch, open_transactions, read_topic
 from engine.levels import LEVELS, PROCESSOR_CONSUMER, Level
 from engine.nemesis import (
     Nemesis,
@@ -55,6 +55,8 @@ Progress = Callable[[str, float], None]  # (what is happening, fraction of the r
 # transaction.abort.timed.out.transaction.cleanup.interval.ms (10 s by default); 5 s more for
 # the abort's markers to be written.
 TXN_ABORT_SCAN_S = 15.0
+# How often a scenario with watch_isr asks the cluster for its partition's leader and ISR.
+WATCH_EVERY_S = 0.25
 
 PROCESSOR_MODES = {
     "at-most-once": "commit-before",
@@ -230,6 +232,11 @@ class LevelRun:
         if leader is not None:
             others = [n for n in self.cluster.node_ids if n != leader][: sc.replication - 1]
             assignment = [[leader, *others]] * workload.partitions
+        elif sc.replicas_avoid_controller:
+            controller = admin.describe(direct).controller_id
+            assignment = [[n for n in self.cluster.node_ids if n != controller]] * (
+                workload.partitions
+            )
         for topic in {self.input_topic, self.judged_topic}:
             admin.create_topic(
                 direct,
@@ -298,7 +305,32 @@ class LevelRun:
         tails: dict[Path, Tail] = {}
         proxy_tail = Tail(self.cluster.proxy.events_path) if self.cluster.proxy else None
         deadline = self.started_at + self.scenario.timeout_s
+        watch = (
+            PartitionWatch(self.cluster.direct_bootstrap, self.judged_topic)
+            if self.scenario.watch_isr
+            else None
+        )
+        try:
+            self._drive_loop(nemesis, tails, proxy_tail, deadline, watch)
+        finally:
+            if watch is not None:
+                watch.close()
+
+    def _drive_loop(
+        self,
+        nemesis: Nemesis,
+        tails: dict[Path, Tail],
+        proxy_tail: Tail | None,
+        deadline: float,
+        watch: PartitionWatch | None,
+    ) -> None:
+        next_watch = 0.0
         while True:
+            if watch is not None and time.time() >= next_watch:
+                next_watch = time.time() + WATCH_EVERY_S
+                if (state := watch.changed()) is not None:
+                    leader, isr, hw = state
+                    nemesis.record("isr", leader=leader, isr=list(isr), high_watermark=hw)
             for process in self.processes:
                 tail = tails.setdefault(process.history, Tail(process.history))
                 nemesis.observe(tail.read_new())
@@ -368,6 +400,12 @@ class LevelRun:
         # Judge only once every transaction on the topic has ended (LSO = high watermark):
         # an open one is neither committed nor aborted yet. A transaction nobody ends is
         # aborted by its coordinator within transaction.timeout.ms plus its abort scan.
+        in_sync = True
+        if reaches_beyond_level(self.scenario.faults):
+            # Brokers were hurt: read once every replica is back in sync, or the high
+            # watermark may not have caught up with what the leader holds.
+            progress(f"{self.level.title}: waiting until every replica is back in sync")
+            in_sync = admin.wait_for_full_isr(direct, self.judged_topic, timeout=60.0)
         progress(f"{self.level.title}: waiting until no transaction is open on the topic")
         txn_timeout_s = (
             int(producer_config(self.scenario, self.level).get("transaction.timeout.ms", 60000))
@@ -401,6 +439,11 @@ class LevelRun:
         why = explain(self.level.name, self.scenario.pipeline, history, counts, verdicts)
         why.evidence += broker_answers(faults)
         why.evidence += judging_caveats(still_open, verdicts, txn_timeout_s + TXN_ABORT_SCAN_S)
+        if not in_sync:
+            why.evidence.append(
+                "A replica of the topic was still out of sync 60 s after the clients stopped: "
+                "the topic was read as far as its high watermark then."
+            )
         if effects.get("effect_ids") is not None:  # what the idempotency key made of it
             absorbed = effects["duplicates_absorbed"]
             why.headline += (

@@ -114,6 +114,11 @@ class Scenario(_Strict):
     transactions: dict[str, Any] = Field(default_factory=dict)
     # Every level's processor commits on the consumer's timer instead of the level's rule.
     auto_commit: AutoCommit | None = None
+    # Place every partition's replicas on nodes that are not the active controller (a
+    # follower can then be frozen without stalling the metadata quorum); replication 2.
+    replicas_avoid_controller: bool = False
+    # Record the judged partition's leader, ISR and high watermark whenever they change.
+    watch_isr: bool = False
     # What this file's own settings give (exact where the faults are exact).
     expect: dict[str, dict[str, str]] = Field(default_factory=dict)
     # What must show, at any setting the pages offer, for the lesson to be made (bounds such
@@ -214,6 +219,11 @@ class Scenario(_Strict):
     def _consistent(self) -> Scenario:
         if self.replication > self.nodes:
             raise ValueError(f"replication {self.replication} needs at least that many nodes")
+        if self.replicas_avoid_controller and (self.nodes, self.replication) != (3, 2):
+            raise ValueError(
+                "replicas_avoid_controller places 2 replicas on the 2 nodes that are not the "
+                "controller: use nodes: 3 and replication: 2"
+            )
         if self.auto_commit is not None:
             if self.pipeline != "processor":
                 raise ValueError("auto_commit is the processor's: use pipeline: processor")

@@ -107,6 +107,41 @@ def partition_leader(bootstrap: str, topic: str, partition: int, timeout: float 
     return meta.partitions[partition].leader
 
 
+def partition_replicas(
+    bootstrap: str, topic: str, partition: int = 0, timeout: float = 5.0
+) -> list[int]:
+    """The node ids holding a replica of a partition, preferred leader first."""
+    md = admin_client(bootstrap).list_topics(topic=topic, timeout=timeout)
+    meta = md.topics.get(topic)
+    if meta is None or meta.error is not None or partition not in meta.partitions:
+        return []
+    return list(meta.partitions[partition].replicas)
+
+
+def wait_for_full_isr(bootstrap: str, topic: str, timeout: float) -> bool:
+    """Wait until every partition of `topic` has all its replicas in sync; False if not.
+
+    After a broker fault, the high watermark (the end of what consumers may read) moves on
+    only as the returning replicas catch up: a topic read before that is read short.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            md = admin_client(bootstrap).list_topics(topic=topic, timeout=5)
+            meta = md.topics.get(topic)
+            if (
+                meta is not None
+                and meta.error is None
+                and all(set(p.isrs) == set(p.replicas) for p in meta.partitions.values())
+            ):
+                return True
+        except KafkaException:
+            pass  # a broker restarting: ask again
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.25)
+
+
 def partition_leaders(bootstrap: str, topic: str, timeout: float = 5.0) -> dict[int, int]:
     md = admin_client(bootstrap).list_topics(topic=topic, timeout=timeout)
     meta = md.topics.get(topic)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import secrets
 import time
 
-from confluent_kafka import Consumer, KafkaError, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 from engine.checker import StoredRecord
 from engine.errors import LabError
@@ -89,15 +89,69 @@ def open_transactions(
         deadline = time.monotonic() + timeout
         while True:
             still_open: dict[int, tuple[int, int]] = {}
-            for partition in range(partitions):
-                tp = TopicPartition(topic, partition)
-                _, hw = uncommitted.get_watermark_offsets(tp, timeout=5, cached=False)
-                _, lso = committed.get_watermark_offsets(tp, timeout=5, cached=False)
-                if lso != hw:
-                    still_open[partition] = (lso, hw)
+            try:
+                for partition in range(partitions):
+                    tp = TopicPartition(topic, partition)
+                    _, hw = uncommitted.get_watermark_offsets(tp, timeout=5, cached=False)
+                    _, lso = committed.get_watermark_offsets(tp, timeout=5, cached=False)
+                    if lso != hw:
+                        still_open[partition] = (lso, hw)
+            except KafkaException as exc:
+                # A broker just restarted, or a leader being elected: ask again, within reason.
+                if time.monotonic() > deadline:
+                    raise LabError(
+                        f"The brokers did not report the offsets of {topic} within "
+                        f"{timeout:.0f} s ({exc.args[0].str()}); check the cluster with "
+                        "`python -m engine cluster status`."
+                    ) from None
+                time.sleep(0.5)
+                continue
             if not still_open or time.monotonic() > deadline:
                 return still_open
             time.sleep(0.1)
     finally:
         uncommitted.close()
         committed.close()
+
+
+class PartitionWatch:
+    """A partition's leader, in-sync replicas and high watermark, as the cluster reports them.
+
+    The leader and ISR come from metadata, the high watermark from ListOffsets at
+    read_uncommitted: nothing is inferred.
+    """
+
+    def __init__(self, bootstrap: str, topic: str, partition: int = 0) -> None:
+        self.bootstrap, self.topic, self.partition = bootstrap, topic, partition
+        self._consumer = Consumer(
+            {
+                "bootstrap.servers": bootstrap,
+                "group.id": f"lab-watch-{secrets.token_hex(4)}",
+                "logger": admin.log,
+            }
+        )
+        self._last: tuple[int, tuple[int, ...], int] | None = None
+
+    def sample(self) -> tuple[int, tuple[int, ...], int] | None:
+        """(leader, ISR, high watermark); None while the cluster does not answer."""
+        try:
+            md = admin.admin_client(self.bootstrap).list_topics(topic=self.topic, timeout=2)
+            meta = md.topics[self.topic].partitions[self.partition]
+            tp = TopicPartition(self.topic, self.partition)
+            _, hw = self._consumer.get_watermark_offsets(tp, timeout=2, cached=False)
+        except (KafkaException, KeyError):
+            return None
+        return meta.leader, tuple(sorted(meta.isrs)), hw
+
+    def changed(self) -> tuple[int, tuple[int, ...], int] | None:
+        """The state when the leader or the ISR changed since the last call (with the high
+        watermark of that moment); None otherwise. The high watermark alone moves with every
+        write, and is not a change worth a line."""
+        state = self.sample()
+        if state is None or (self._last is not None and state[:2] == self._last[:2]):
+            return None
+        self._last = state
+        return state
+
+    def close(self) -> None:
+        self._consumer.close()

@@ -642,6 +642,9 @@ def _summarise(
             "aborted_as_intended": c.get("aborted_as_intended") or 0,
             "aborted_at_read_uncommitted": (c.get("hidden") or 0) if known else None,
             "fenced": c.get("fenced") or 0,
+            # Stored but never read by the sink: every delivered message has a latency
+            # exactly when the sink read it.
+            "unseen_by_sink": (c.get("delivered") or 0) - seen,
             "latency_ms": {
                 "p50": _rounded(dist.get(50)),
                 "p95": _rounded(dist.get(95)),
@@ -775,6 +778,8 @@ def _check_topics(bootstrap: str, topics: Sequence[str], run_id: str) -> None:
 # explain the counts from the history); it is carried over so the output has every field of
 # `engine run --json`.
 CARRIED_OVER = (
+    "label",
+    "open_transactions",
     "faults",
     "explain",
     "started_at",

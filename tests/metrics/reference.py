@@ -124,6 +124,7 @@ def judge_level(
         "aborted_as_intended": sum(1 for v in verdicts if v.verdict == "aborted, as intended"),
         "aborted_at_read_uncommitted": hidden,
         "fenced": counts.fenced,
+        "unseen_by_sink": counts.unseen_by_sink,
         "latency_ms": counts.latency_ms,
         "latency_distribution_ms": [
             {"q": q, "ms": round(percentile(latencies, q), 2)} for q in PERCENTILES if latencies

@@ -34,6 +34,7 @@ from tests.metrics import reference
 pytestmark = pytest.mark.kafka
 
 CHECKER_FIELDS = (
+    "unseen_by_sink",
     "sink_topic",
     "isolation",
     "sent",

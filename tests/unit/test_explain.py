@@ -203,3 +203,30 @@ def test_a_retried_copy_that_lands_after_later_ids_is_said():
     assert why.why[0].endswith(
         "Id 1's last copy (partition 0, offset 4) landed after ids 2–3, sent later."
     )
+
+
+def test_the_brokers_answers_are_said_once_per_error_and_node():
+    from engine.explain import broker_answers
+
+    def answer(cid: int, error: str, waited: float) -> dict:
+        return {
+            "source": "proxy",
+            "kind": "produce_error",
+            "node": 1,
+            "correlation_id": cid,
+            "partition": 0,
+            "error": error,
+            "waited_ms": waited,
+        }
+
+    faults = [answer(6, "REQUEST_TIMED_OUT", 3008.7)]
+    faults += [answer(cid, "NOT_ENOUGH_REPLICAS", 2.5) for cid in range(9, 65)]
+    faults.append({"source": "proxy", "kind": "produce_response_dropped", "node": 1})
+    assert broker_answers(faults) == [
+        "Node 1 answered the Produce request with correlation id 6 with REQUEST_TIMED_OUT, "
+        "after 3008.7 ms for the first (seen by the fault proxy; the client retries such an "
+        "error on its own, if its settings allow).",
+        "Node 1 answered 56 Produce requests (correlation ids 9 to 64) with "
+        "NOT_ENOUGH_REPLICAS, after 2.5 ms for the first (seen by the fault proxy; the client "
+        "retries such an error on its own, if its settings allow).",
+    ]

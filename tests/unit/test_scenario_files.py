@@ -30,6 +30,7 @@ def test_every_shipped_scenario_validates():
         "auto-commit-loss",
         "auto-commit-duplicates",
         "transaction-timeout",
+        "isr-shrink",
     } <= names
     for path in list_scenarios().values():
         scenario = load_scenario(path)
@@ -58,6 +59,10 @@ def test_a_valid_scenario_parses():
         (VALID.replace("name: demo", "name: Demo Run!"), "name: use lower-case letters"),
         (VALID + "nodes: 1\nreplication: 3\n", "replication 3 needs at least that many nodes"),
         (VALID + "auto_commit: {interval_ms: 1000}\n", "auto_commit is the processor's"),
+        (
+            VALID + "replicas_avoid_controller: true\n",
+            "replicas_avoid_controller places 2 replicas",
+        ),
         (
             VALID + "pipeline: processor\nauto_commit: {interval_ms: 1000}\n",
             "and exactly-once commits inside its transaction",
