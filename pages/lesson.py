@@ -7,6 +7,7 @@ teacher can reorder the steps or rewrite the questions without touching code.
 from __future__ import annotations
 
 import streamlit as st
+import streamlit.components.v1 as components
 
 from engine import record
 from engine.errors import LabError
@@ -35,6 +36,22 @@ def restart_progress(service: ClusterService) -> None:
     with st.status("Restarting the cluster…", expanded=True):
         for line in service.steps:
             st.write(line)
+
+
+def scroll_to(anchor: str) -> None:
+    """Bring a heading to the top of the screen: the run's verdict, the count its explanation
+    cites and the explanation sit under "3 · Explain", a screen below the prediction.
+
+    Streamlit has no scrolling call; a zero-height component's script (same origin) scrolls
+    its parent page, trying for a moment until the heading is drawn.
+    """
+    components.html(
+        "<script>let tries = 0; const go = () => {"
+        f"const el = window.parent.document.getElementById('{anchor}');"
+        "if (el) { el.scrollIntoView({block: 'start'}); }"
+        "else if (tries++ < 40) { setTimeout(go, 50); } }; go();</script>",
+        height=0,
+    )
 
 
 def cluster_fits(service: ClusterService, nodes: int) -> bool:
@@ -144,6 +161,7 @@ if phase in ("run", "explain"):
         if output is not None:
             st.session_state[f"{state_key}-run"] = output["run_id"]
             st.session_state[f"{state_key}-phase"] = "explain"
+            st.session_state[f"{state_key}-scroll"] = True  # once, right after the run
             st.rerun()
 
 if phase == "explain":
@@ -153,7 +171,9 @@ if phase == "explain":
     except LabError as exc:
         show_error(exc)
         st.stop()
-    st.subheader("3 · Explain")
+    st.subheader("3 · Explain", anchor="explain")
+    if st.session_state.pop(f"{state_key}-scroll", False):
+        scroll_to("explain")
     confirmed = step.check.holds(run["result"]["results"])
     guessed = st.session_state.get(f"{state_key}-vote")
     verdict = (

@@ -255,6 +255,29 @@ def test_presenter_mode_puts_the_teaching_numbers_on_the_first_screen(browser, d
         tab.close()
 
 
+def test_the_lesson_scrolls_to_its_explanation_after_the_run(browser, dashboard):
+    """After Run, the screen starts at "3 · Explain": the verdict, the count the answer rests
+    on and the explanation, without scrolling by hand."""
+    tab = browser.new_page(viewport={"width": 1920, "height": 1080})
+    try:
+        tab.set_default_timeout(120_000)
+        tab.goto(f"{dashboard}/lesson")
+        tab.get_by_role("heading", name="Delivery guarantees").first.wait_for()
+        tab.get_by_text("node 1: running").wait_for(timeout=180_000)
+        tab.get_by_role("radiogroup").get_by_text("two", exact=True).click()
+        tab.get_by_role("button", name="Lock in the prediction").click()
+        tab.get_by_role("button", name="▶ Run the scenario").click()
+        tab.get_by_text("The room was right.").wait_for(timeout=180_000)
+        heading = tab.get_by_role("heading", name="3 · Explain")
+        expect(heading).to_be_in_viewport(timeout=10_000)
+        box = heading.bounding_box()
+        assert box is not None and 0 <= box["y"] < 300, box
+        tab.screenshot(path=str(ARTIFACTS / "lesson-explain-1080.png"))
+        no_error_box(tab)
+    finally:
+        tab.close()
+
+
 def cut_labels(tab) -> list[str]:
     """Metric labels whose text does not fit their box (shown with an ellipsis)."""
     return tab.evaluate(
