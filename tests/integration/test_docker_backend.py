@@ -1,8 +1,9 @@
 """The docker backend against a real Docker engine: the compose cluster, hurt and healed.
 
-Needs a Docker engine with the compose plugin, the apache/kafka image (pulled on first use)
-and the fixed host ports 1909N, 2909N, 3909N free. Skipped, with the reason, when the engine
-or the plugin is missing. Run alone with `pytest -m docker`.
+The engine is the machine's own, or a dockerd the session starts (tests/dockerenv.py); the
+brokers' image is apache/kafka, or the stand-in built from the pinned jars where it cannot
+be pulled. The fixed host ports 1909N, 2909N and 3909N must be free. One cluster serves the
+module; its teardown checks that `cluster down` leaves nothing of the compose project.
 """
 
 from __future__ import annotations
@@ -17,56 +18,44 @@ import pytest
 from confluent_kafka import Consumer, Producer
 
 from engine.cluster.base import NodeState
-from engine.errors import LabError
 from engine.kafka import admin
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(900)]
 
 
-def _engine_unavailable() -> str | None:
-    """Why no Docker engine can be used here, or None when one answers."""
-    try:
-        import docker
-    except ImportError as exc:  # pragma: no cover - docker is a dependency
-        return f"the docker SDK is not installed: {exc}"
-    host = os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
-    try:
-        docker.from_env().ping()
-    except Exception as exc:
-        return f"no Docker engine answers at {host}: {exc}"
-    return None
+def project_leftovers(client) -> list[str]:
+    """Every container, network and volume of the lab's compose project, by name."""
+    from engine.cluster.docker_backend import PROJECT
+
+    label = {"label": f"com.docker.compose.project={PROJECT}"}
+    return (
+        [f"container {c.name}" for c in client.containers.list(all=True, filters=label)]
+        + [f"network {n.name}" for n in client.networks.list(filters=label)]
+        + [f"volume {v.name}" for v in client.volumes.list(filters=label)]
+    )
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
-    reason = _engine_unavailable()
-    if reason:
-        pytest.skip(reason)
+def cluster(docker_env, tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
     from engine.cluster import docker_backend as db
 
-    try:
-        db.compose_command()
-    except LabError as exc:
-        pytest.skip(str(exc))
-
+    docker_env.require("kafka")
     with pytest.MonkeyPatch.context() as mp:
         # A state dir of its own, so the test never meets (or removes) a user's cluster state.
         mp.setenv("LAB_STATE_DIR", str(tmp_path_factory.mktemp("lab-state")))
         for var in (db.ENV_UPSTREAMS, db.ENV_DIRECT, db.ENV_LISTEN_HOST):
             mp.delenv(var, raising=False)
         c = db.DockerCluster(owner_pid=os.getpid())
-        if any(n.state != NodeState.DOWN for n in c.nodes()):
-            pytest.skip(
-                f"the {db.PROJECT} compose project already has broker containers; the test "
-                "would remove them. Stop that cluster first."
-            )
+        began = time.monotonic()
         c.start(timeout=300)
+        print(f"docker cluster started in {time.monotonic() - began:.1f}s")
         try:
             yield c
         finally:
             c.stop()
             assert all(n.state == NodeState.DOWN for n in c.nodes())
             assert not Path(c.state_file).exists()
+            assert project_leftovers(docker_env.client) == []
 
 
 def _roundtrip(bootstrap: str, topic: str, count: int) -> list[bytes]:
