@@ -226,6 +226,11 @@ def cmd_run(args: argparse.Namespace) -> int:
         _print_json(output)
     else:
         _print_results(output)
+    if output.get("not_run"):
+        # The others' results are printed and recorded above; this is the one line to act on.
+        from engine.runner import LevelUnavailableError
+
+        raise LevelUnavailableError(" ".join(output["not_run"].values()))
     return 0
 
 
