@@ -185,6 +185,49 @@ def default_image(compose_text: str, variable: str) -> str | None:
     return found.group(1) if found else None
 
 
+def run_compose(compose_file: Path, args: list[str], timeout: float) -> None:
+    """Run `docker compose -p PROJECT -f FILE ARGS...` (an argument list, never a shell).
+
+    Compose v1 gets the file on stdin without `name:`, and its folder as the project's.
+    """
+    tool = compose_command()
+    if tool.legacy:
+        # Compose v1: the file on stdin without `name:`; relative paths from its folder.
+        files = ["-f", "-", "--project-directory", str(compose_file.parent)]
+        stdin = compose_file_for_v1(compose_file.read_text())
+    else:
+        files, stdin = ["-f", str(compose_file)], None
+    cmd = [*tool.argv, "-p", PROJECT, *files, *args]
+    shown = f"{tool.shown} " + " ".join(args)
+    try:
+        result = subprocess.run(
+            cmd,
+            input=stdin,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            cwd=compose_file.parent,
+            check=False,
+        )
+    except subprocess.TimeoutExpired as exc:
+        raise ClusterError(
+            f"`{shown}` did not finish within {timeout:.0f}s. If it is pulling images, "
+            f"run `{tool.shown} -f {compose_file} pull` first."
+        ) from exc
+    if result.returncode == 0:
+        return
+    output = (result.stderr or result.stdout).strip()
+    lowered = output.lower()
+    if "permission denied" in lowered and "docker" in lowered:
+        raise _engine_problem(PermissionError(output))
+    if "port is already allocated" in lowered or "address already in use" in lowered:
+        raise PortInUseError(
+            f"`{shown}` failed: a port the brokers publish (2909N, 3909N) is taken by "
+            f"another process. Free it and start again. Docker said: {output[-300:]}"
+        )
+    raise ClusterError(f"`{shown}` failed (exit {result.returncode}): {output[-500:]}")
+
+
 def parse_upstreams(spec: str) -> dict[int, tuple[str, int]]:
     """Parse LAB_DOCKER_PROXY_UPSTREAMS: `1=kafka-1:9092,2=kafka-2:9092,3=kafka-3:9092`."""
     upstreams: dict[int, tuple[str, int]] = {}
@@ -562,43 +605,7 @@ class DockerCluster(Cluster):
             self.state_file.unlink(missing_ok=True)
 
     def _compose(self, args: list[str], timeout: float) -> None:
-        """Run `docker compose -p PROJECT -f FILE ARGS...` (an argument list, never a shell)."""
-        tool = compose_command()
-        if tool.legacy:
-            # Compose v1: the file on stdin without `name:`; relative paths from its folder.
-            files = ["-f", "-", "--project-directory", str(self.compose_file.parent)]
-            stdin = compose_file_for_v1(self.compose_file.read_text())
-        else:
-            files, stdin = ["-f", str(self.compose_file)], None
-        cmd = [*tool.argv, "-p", PROJECT, *files, *args]
-        shown = f"{tool.shown} " + " ".join(args)
-        try:
-            result = subprocess.run(
-                cmd,
-                input=stdin,
-                capture_output=True,
-                text=True,
-                timeout=timeout,
-                cwd=self.compose_file.parent,
-                check=False,
-            )
-        except subprocess.TimeoutExpired as exc:
-            raise ClusterError(
-                f"`{shown}` did not finish within {timeout:.0f}s. If it is pulling images, "
-                f"run `{tool.shown} -f {self.compose_file} pull` first."
-            ) from exc
-        if result.returncode == 0:
-            return
-        output = (result.stderr or result.stdout).strip()
-        lowered = output.lower()
-        if "permission denied" in lowered and "docker" in lowered:
-            raise _engine_problem(PermissionError(output))
-        if "port is already allocated" in lowered or "address already in use" in lowered:
-            raise PortInUseError(
-                f"`{shown}` failed: a port the brokers publish (2909N, 3909N) is taken by "
-                f"another process. Free it and start again. Docker said: {output[-300:]}"
-            )
-        raise ClusterError(f"`{shown}` failed (exit {result.returncode}): {output[-500:]}")
+        run_compose(self.compose_file, args, timeout)
 
     def _wait_ready(self, expected: set[int], timeout: float) -> None:
         """Wait until the expected nodes are registered brokers, directly and via the proxy."""
