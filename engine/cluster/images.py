@@ -40,6 +40,7 @@ STANDIN_DIR = paths.REPO_ROOT / "containers"
 COMPOSE_FILE = paths.REPO_ROOT / "docker-compose.yml"
 DASHBOARD_IMAGE = "kafka-failure-lab-dashboard"
 _DEFAULT_MIRROR = "http://deb.debian.org/debian"
+LOCAL_CA_DIR = Path("/usr/local/share/ca-certificates")
 
 
 class ImageBuildError(LabError):
@@ -169,11 +170,29 @@ def ensure_base(client: docker.DockerClient, log: IO[str]) -> str:
                 f"debootstrap of Debian bookworm from {mirror} failed (exit {done.returncode}); "
                 f"see {log.name}. Set LAB_DEBIAN_MIRROR to a reachable Debian mirror."
             )
+        _add_local_cas(Path(root), log)
         # `docker import` of the tree, streamed: nothing of its 200 MB is held in memory.
         with subprocess.Popen(["tar", "-C", root, "-c", "."], stdout=subprocess.PIPE) as tar:
             repository, tag = BASE_IMAGE.rsplit(":", 1)
             client.api.import_image_from_stream(tar.stdout, repository=repository, tag=tag)
     return str(client.images.get(BASE_IMAGE).id)
+
+
+def _add_local_cas(root: Path, log: IO[str]) -> None:
+    """Trust in the base what this machine trusts beyond Debian's list: its own added CAs.
+
+    A machine whose HTTPS goes through an inspecting proxy trusts that proxy's authority in
+    /usr/local/share/ca-certificates. Images built on the base install `ca-certificates`
+    where they need HTTPS (PyPI, Maven Central), which then adds these files too, so their
+    builds reach what the host reaches. Certificates are public; no key is copied.
+    """
+    source = LOCAL_CA_DIR
+    found = sorted(source.rglob("*.crt")) if source.is_dir() else []
+    target = root / "usr/local/share/ca-certificates"
+    target.mkdir(parents=True, exist_ok=True)
+    for cert in found:
+        shutil.copy2(cert, target / cert.name)
+    log.write(f"added {len(found)} locally trusted CA certificate(s) from {source}\n")
 
 
 # ---- stand-ins and the dashboard image --------------------------------------------------------
