@@ -191,6 +191,9 @@ def test_dashboard_wiring_matches_the_backend(compose: dict[str, Any]) -> None:
         assert layout.direct[n] == "{}:{}".format(*advertised["DOCKER"])
         assert ("127.0.0.1", db.PROXY_PORTS[n], db.PROXY_PORTS[n]) in published(dash)
     assert ("127.0.0.1", 8501, 8501) in published(dash)
+    # It listens on 0.0.0.0 in its container, but is published on loopback only: the room
+    # logic must see where it is reached, or it would refuse to serve without a key.
+    assert env["LAB_PUBLISHED_ADDRESS"] == "127.0.0.1"
     assert "/var/run/docker.sock:/var/run/docker.sock" in dash["volumes"]
     assert any(str(v).startswith("./runs:") for v in dash["volumes"])
     assert dash["command"][:3] == ["streamlit", "run", "app.py"]
