@@ -30,6 +30,18 @@ ARTIFACTS = paths.REPO_ROOT / "test-artifacts"
 _DEFAULT_SOCKET = "unix:///var/run/docker.sock"
 
 
+def project_leftovers(client: docker.DockerClient) -> list[str]:
+    """Every container, network and volume of the lab's compose project, by name."""
+    from engine.cluster.docker_backend import PROJECT
+
+    label = {"label": f"com.docker.compose.project={PROJECT}"}
+    return (
+        [f"container {c.name}" for c in client.containers.list(all=True, filters=label)]
+        + [f"network {n.name}" for n in client.networks.list(filters=label)]
+        + [f"volume {v.name}" for v in client.volumes.list(filters=label)]
+    )
+
+
 def engine_problem() -> str | None:
     """Why no Docker engine answers here, or None when one does."""
     try:

@@ -23,23 +23,12 @@ from engine.cluster.base import NodeState
 from engine.kafka import admin
 from engine.runner import run_scenario
 from engine.scenario import list_scenarios, load_scenario
+from tests.dockerenv import project_leftovers
 from tests.kafkatools import kcat_values
 
 SCENARIOS = list_scenarios()
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(900)]
-
-
-def project_leftovers(client) -> list[str]:
-    """Every container, network and volume of the lab's compose project, by name."""
-    from engine.cluster.docker_backend import PROJECT
-
-    label = {"label": f"com.docker.compose.project={PROJECT}"}
-    return (
-        [f"container {c.name}" for c in client.containers.list(all=True, filters=label)]
-        + [f"network {n.name}" for n in client.networks.list(filters=label)]
-        + [f"volume {v.name}" for v in client.volumes.list(filters=label)]
-    )
 
 
 @pytest.fixture(scope="module")
