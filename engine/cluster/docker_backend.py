@@ -68,6 +68,7 @@ DIRECT_PORTS = {n: 39090 + n for n in NODE_IDS}  # DIRECT_HOST, published and ad
 ENV_UPSTREAMS = "LAB_DOCKER_PROXY_UPSTREAMS"
 ENV_DIRECT = "LAB_DOCKER_DIRECT_BOOTSTRAP"
 ENV_LISTEN_HOST = "LAB_PROXY_LISTEN_HOST"
+FREEZE_ATTEMPTS = 5  # `docker pause` tries before its "unable to freeze" is final
 ENV_KAFKA_IMAGE = "LAB_KAFKA_IMAGE"  # docker-compose.yml's image variable for the brokers
 
 _LABEL_PROJECT = "com.docker.compose.project"
@@ -721,8 +722,19 @@ class DockerCluster(Cluster):
     def pause_node(self, node_id: int) -> None:
         """Freeze the node (cgroup freezer): its sockets stay open but it answers nothing."""
         container = self._require_up(node_id)
-        if container.status != "paused":
-            self._engine(f"pause {container.name}", container.pause)
+        if container.status == "paused":
+            return
+        # runc gives up ("unable to freeze") when a process keeps the cgroup FREEZING for too
+        # long, which a busy JVM on a loaded machine does now and then; it has thawed the
+        # container again by then, so asking again is safe.
+        for attempt in range(FREEZE_ATTEMPTS):
+            try:
+                self._engine(f"pause {container.name}", container.pause)
+                return
+            except ClusterError as exc:
+                if "unable to freeze" not in str(exc) or attempt == FREEZE_ATTEMPTS - 1:
+                    raise
+                time.sleep(0.2)
 
     def resume_node(self, node_id: int) -> None:
         container = self._require_up(node_id)

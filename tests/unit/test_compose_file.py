@@ -342,6 +342,7 @@ class FakeContainer:
         }
         self.status = status
         self.refuse_paused_kill = refuse_paused_kill
+        self.freeze_failures = 0  # how many pauses fail as runc's freezer does under load
         self.calls: list[str] = []
 
     def reload(self) -> None:
@@ -357,6 +358,12 @@ class FakeContainer:
 
     def pause(self) -> None:
         self.calls.append("pause")
+        if self.freeze_failures:
+            self.freeze_failures -= 1
+            raise docker.errors.APIError(
+                "500 Server Error",
+                explanation="OCI runtime pause failed: unable to freeze: unknown",
+            )
         self.status = "paused"
 
     def unpause(self) -> None:
@@ -519,6 +526,17 @@ def test_kill_pause_resume(state_dir: Path) -> None:
     assert items[0].calls == ["kill"]
     with pytest.raises(ClusterError, match="no node 7"):
         cluster.kill_node(7)
+
+
+def test_a_pause_the_freezer_gives_up_on_is_asked_again(state_dir: Path) -> None:
+    cluster, items = make_cluster("running", "running", "running")
+    items[0].freeze_failures = 2
+    cluster.pause_node(1)
+    assert items[0].calls == ["pause"] * 3 and items[0].status == "paused"
+    items[1].freeze_failures = db.FREEZE_ATTEMPTS
+    with pytest.raises(ClusterError, match="unable to freeze"):
+        cluster.pause_node(2)
+    assert items[1].status == "running"
 
 
 def test_kill_of_a_frozen_node_on_an_engine_that_refuses(state_dir: Path) -> None:
