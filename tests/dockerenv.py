@@ -12,6 +12,7 @@ engine between runs.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -73,7 +74,12 @@ class DockerEnv:
     dockerd: subprocess.Popen[bytes] | None = None
     dockerd_log: Path | None = None
     images: dict[str, str] = field(default_factory=dict)  # variable -> stand-in image
-    set_up_s: float = 0.0  # the engine's start and the images' build, for the README
+    # Seconds spent on each step of the set-up and of the tests' own starts, written to
+    # test-artifacts/docker-timings.json at the end (the README quotes them).
+    timings: dict[str, float] = field(default_factory=dict)
+
+    def timed(self, step: str, seconds: float) -> None:
+        self.timings[step] = round(self.timings.get(step, 0.0) + seconds, 1)
 
     def require(self, *names: str) -> dict[str, str]:
         """Make the named images usable, official or stand-in; {variable: image} of each.
@@ -85,11 +91,12 @@ class DockerEnv:
         chosen = images.resolve_images(self.client, list(names), self.log)
         self.images.update(chosen)
         os.environ.update(chosen)
-        self.set_up_s += time.monotonic() - began
+        self.timed("images: " + ", ".join(names), time.monotonic() - began)
         wanted = [images.STANDINS[name] for name in names]
         return {s.variable: os.environ.get(s.variable) or s.official for s in wanted}
 
     def close(self) -> None:
+        (ARTIFACTS / "docker-timings.json").write_text(json.dumps(self.timings, indent=1) + "\n")
         for variable in self.images:
             os.environ.pop(variable, None)
         self.client.close()
@@ -152,5 +159,6 @@ def open_docker_env() -> tuple[DockerEnv | None, str | None]:
         dockerd=proc,
         dockerd_log=dockerd_log,
     )
-    env.set_up_s = time.monotonic() - began
+    env.timed("engine: " + ("dockerd started here" if proc else "the machine's own"),
+              time.monotonic() - began)  # fmt: skip
     return env, None
