@@ -420,7 +420,8 @@ class FakeClient:
 @pytest.fixture
 def state_dir(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     monkeypatch.setenv("LAB_STATE_DIR", str(tmp_path / "state"))
-    for var in (db.ENV_UPSTREAMS, db.ENV_DIRECT, db.ENV_LISTEN_HOST):
+    # LAB_KAFKA_IMAGE too: the Docker tests of the same session set it to their stand-in.
+    for var in (db.ENV_UPSTREAMS, db.ENV_DIRECT, db.ENV_LISTEN_HOST, db.ENV_KAFKA_IMAGE):
         monkeypatch.delenv(var, raising=False)
     return tmp_path / "state"
 
