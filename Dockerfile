@@ -4,12 +4,20 @@
 # (docker-compose.yml), and the engine only drives them.
 #
 #   docker compose build dashboard
+#
+# Its two base images are build arguments. By default they are the official python:3.11-slim
+# and docker:28-cli; where those cannot be pulled, `./lab images` builds stand-ins from a local
+# Debian base (containers/python, containers/docker-cli) and passes them here:
+#
+#   docker build --build-arg PYTHON_IMAGE=... --build-arg DOCKER_CLI_IMAGE=... .
+ARG PYTHON_IMAGE=python:3.11-slim
+ARG DOCKER_CLI_IMAGE=docker:28-cli
 
 # The official Docker CLI image ships static `docker` and `docker compose` binaries. The
 # engine runs `docker compose up/rm` for the broker services through the mounted socket.
-FROM docker:28-cli AS docker-cli
+FROM ${DOCKER_CLI_IMAGE} AS docker-cli
 
-FROM python:3.11-slim
+FROM ${PYTHON_IMAGE}
 
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
@@ -17,8 +25,9 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1
 
 COPY --from=docker-cli /usr/local/bin/docker /usr/local/bin/docker
-COPY --from=docker-cli /usr/local/libexec/docker/cli-plugins/docker-compose \
-    /usr/local/libexec/docker/cli-plugins/docker-compose
+# The whole plugin folder: the compose plugin in the official image (the stand-in's is empty,
+# and its Python base carries a standalone docker-compose instead).
+COPY --from=docker-cli /usr/local/libexec/docker/cli-plugins/ /usr/local/libexec/docker/cli-plugins/
 
 WORKDIR /app
 

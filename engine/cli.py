@@ -78,7 +78,7 @@ def cmd_dashboard(args: argparse.Namespace) -> int:
 
 
 def cmd_cluster_up(args: argparse.Namespace) -> int:
-    from engine.cluster import current_cluster, make_cluster, start_cluster
+    from engine.cluster import current_cluster, default_nodes, make_cluster, start_cluster
 
     try:
         existing = current_cluster()
@@ -88,12 +88,47 @@ def cmd_cluster_up(args: argparse.Namespace) -> int:
             return 0
     except ClusterNotRunningError:
         pass
-    cluster = make_cluster(args.backend, nodes=args.nodes, bootstrap=args.bootstrap)
+    nodes = args.nodes if args.nodes is not None else default_nodes(args.backend)
+    cluster = make_cluster(args.backend, nodes=nodes, bootstrap=args.bootstrap)
     began = time.monotonic()
-    print(f"Starting a {args.nodes}-node {args.backend} cluster...", file=sys.stderr)
+    if args.backend == "external":
+        print(f"Connecting to the external cluster at {args.bootstrap}...", file=sys.stderr)
+    else:
+        print(f"Starting a {nodes}-node {args.backend} cluster...", file=sys.stderr)
     start_cluster(cluster, timeout=args.timeout)
     print(f"Ready in {time.monotonic() - began:.1f}s.", file=sys.stderr)
     _print_status(cluster, as_json=args.json)
+    return 0
+
+
+def cmd_images(args: argparse.Namespace) -> int:
+    """Find, pull or build the images docker-compose.yml runs; print the variables to set."""
+    from engine.cluster import images
+    from engine.cluster.docker_backend import connect_engine
+
+    client = connect_engine()
+    log_path = paths.state_dir() / "images.log"
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with log_path.open("a") as log:
+        chosen = images.resolve_images(
+            client,
+            args.names or list(images.STANDINS),
+            log,
+            progress=lambda step: print(step, file=sys.stderr),
+        )
+        if args.dashboard:
+            buildargs = {
+                "PYTHON_IMAGE": chosen.get("LAB_PYTHON_IMAGE", images.STANDINS["python"].official),
+                "DOCKER_CLI_IMAGE": chosen.get(
+                    "LAB_DOCKER_CLI_IMAGE", images.STANDINS["docker-cli"].official
+                ),
+            }
+            print(f"Building {images.DASHBOARD_IMAGE} (log: {log_path})...", file=sys.stderr)
+            images.build_dashboard(client, log, buildargs)
+    if chosen:
+        print("Set these (in lab.env for `docker compose --env-file lab.env`):", file=sys.stderr)
+    for variable, image in chosen.items():
+        print(f"{variable}={image}")
     return 0
 
 
@@ -191,6 +226,11 @@ def cmd_run(args: argparse.Namespace) -> int:
         _print_json(output)
     else:
         _print_results(output)
+    if output.get("not_run"):
+        # The others' results are printed and recorded above; this is the one line to act on.
+        from engine.runner import LevelUnavailableError
+
+        raise LevelUnavailableError(" ".join(output["not_run"].values()))
     return 0
 
 
@@ -265,7 +305,9 @@ def build_parser() -> argparse.ArgumentParser:
     cluster = sub.add_parser("cluster", help="start, inspect, hurt and stop the Kafka cluster")
     csub = cluster.add_subparsers(dest="action", required=True)
     up = csub.add_parser("up", help="start a cluster that runs until `cluster down`")
-    up.add_argument("--nodes", type=int, choices=(1, 3), default=1)
+    up.add_argument(
+        "--nodes", type=int, choices=(1, 3), help="1 or 3 (local; default 1); docker runs 3"
+    )
     up.add_argument("--backend", choices=("local", "docker", "external"), default="local")
     up.add_argument("--bootstrap", help="host:port[,host:port] of an external cluster")
     up.add_argument("--timeout", type=float, default=180.0, help="seconds to wait for readiness")
@@ -285,6 +327,14 @@ def build_parser() -> argparse.ArgumentParser:
         node_cmd = csub.add_parser(action, help=text)
         node_cmd.add_argument("node", type=int)
         node_cmd.set_defaults(func=_node_action(action))
+    imgs = sub.add_parser(
+        "images",
+        help="find or pull docker-compose.yml's images; build local stand-ins for those that "
+        "cannot be pulled, and print the variables that name them",
+    )
+    imgs.add_argument("names", nargs="*", help="kafka, postgres, python, docker-cli (default: all)")
+    imgs.add_argument("--dashboard", action="store_true", help="also build the dashboard image")
+    imgs.set_defaults(func=cmd_images)
     run = sub.add_parser("run", help="run a scenario file and print its results")
     run.add_argument("scenario", help="a scenario file, e.g. scenarios/ack-loss.yaml")
     run.add_argument(

@@ -40,3 +40,7 @@ class UnsupportedFaultError(LabError):
 
 class DockerUnavailableError(LabError):
     """No Docker engine answers, or it denies access."""
+
+
+class MissingImageError(LabError):
+    """The Docker engine lacks an image the lab needs and cannot pull it."""

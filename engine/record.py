@@ -103,10 +103,18 @@ def create_run_folder(run_id, scenario, source_text, cluster, levels: list[str])
 
 
 def finish_run(
-    folder: Path, *, status: str, results: dict[str, Any], reason: str | None = None
+    folder: Path,
+    *,
+    status: str,
+    results: dict[str, Any],
+    reason: str | None = None,
+    not_run: dict[str, str] | None = None,
 ) -> None:
+    """Record how a run ended; `not_run` names levels that could not run, with the reason."""
     meta = json.loads((folder / "run.json").read_text())
     meta.update(status=status, reason=reason, finished_at=time.time())
+    if not_run:
+        meta["not_run"] = not_run
     _write_json(
         folder / "result.json",
         {"run_id": meta["run_id"], "scenario": meta["scenario"], "results": results},

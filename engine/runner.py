@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
 import threading
 import time
@@ -69,6 +70,39 @@ PROCESSOR_MODES = {
 
 class RunFailed(LabError):
     """A run that could not finish; it is recorded as failed with the reason."""
+
+
+class LevelUnavailableError(LabError):
+    """A level cannot run here (its database does not answer); the other levels still run."""
+
+
+def _mask_password(dsn: str) -> str:
+    return re.sub(r"(://[^:@/]+):[^@/]*@", r"\1:***@", dsn)
+
+
+def level_unavailable(name: str) -> str | None:
+    """Why a level cannot run on this machine (one line that says what to do), or None.
+
+    Only the idempotency-key level needs something beyond Kafka: the PostgreSQL that
+    LAB_DEDUP_DSN names, asked before the run so that its absence costs no other level.
+    """
+    dsn = os.environ.get("LAB_DEDUP_DSN")
+    if name != "idempotency-key" or not dsn:
+        return None
+    import psycopg
+
+    try:
+        psycopg.connect(dsn, connect_timeout=5).close()
+    except (psycopg.Error, OSError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        why = first.removeprefix("connection failed: ")[:200]
+        return (
+            "The idempotency-key level keeps its keys in the PostgreSQL that LAB_DEDUP_DSN "
+            f"names ({_mask_password(dsn)}), which does not answer ({why}). Start it "
+            "(`docker compose up -d postgres`), or unset LAB_DEDUP_DSN to keep the keys in "
+            "SQLite in the run folder."
+        )
+    return None
 
 
 def new_run_id(scenario: str) -> str:
@@ -639,18 +673,24 @@ def run_scenario(
             "run one at a time (a fault in one level would strike the others too)."
         )
     together = overlap_safe if side_by_side is None else side_by_side
+    # A level whose own prerequisite is missing (a database) is not run; the others are, and
+    # the run records and returns them with the reason, which the pages and the CLI show.
+    not_run = {name: why for name in chosen if (why := level_unavailable(name))}
+    runnable = [name for name in chosen if name not in not_run]
     run_id = run_id or new_run_id(scenario.name)
     folder = record.create_run_folder(run_id, scenario, source_text, cluster, chosen)
     report = progress or (lambda _what, _fraction: None)
     results: dict[str, Any] = {}
     try:
-        if together and len(chosen) > 1:
-            _run_side_by_side(scenario, cluster, run_id, folder, chosen, report, results)
+        if not runnable:
+            raise LevelUnavailableError(" ".join(not_run.values()))
+        if together and len(runnable) > 1:
+            _run_side_by_side(scenario, cluster, run_id, folder, runnable, report, results)
         else:
-            for index, name in enumerate(chosen):
+            for index, name in enumerate(runnable):
 
                 def step(what: str, i: int = index) -> None:
-                    report(what, i / len(chosen))
+                    report(what, i / len(runnable))
 
                 results[name] = _run_level(scenario, cluster, run_id, folder, name, step)
         report("done", 1.0)
@@ -658,8 +698,10 @@ def run_scenario(
         reason = str(exc) if isinstance(exc, LabError) else f"{type(exc).__name__}: {exc}"
         record.finish_run(folder, status="failed", reason=reason, results=results)
         raise
-    output = {"run_id": run_id, "scenario": scenario.name, "results": results}
-    record.finish_run(folder, status="complete", results=results)
+    output: dict[str, Any] = {"run_id": run_id, "scenario": scenario.name, "results": results}
+    if not_run:
+        output["not_run"] = not_run
+    record.finish_run(folder, status="complete", results=results, not_run=not_run)
     record.prune_runs()  # keeps the disk use of runs/ bounded (LAB_KEEP_RUNS)
     return output
 

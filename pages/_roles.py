@@ -60,9 +60,18 @@ def role_table() -> RoleTable:
     return RoleTable()
 
 
+PUBLISHED_ENV = "LAB_PUBLISHED_ADDRESS"
+
+
 def bind_address() -> str:
-    """The address the server listens on (Streamlit's own setting, not the client's)."""
-    return str(st.get_option("server.address") or "")
+    """The address the dashboard is reached at: where the server listens (Streamlit's own
+    setting, not the client's), or, in a container, where Docker publishes its port.
+
+    A container must listen on every interface for a published port to reach it, so there
+    the listening address says nothing; docker-compose.yml publishes the dashboard on
+    127.0.0.1 only and says so in LAB_PUBLISHED_ADDRESS.
+    """
+    return os.environ.get(PUBLISHED_ENV) or str(st.get_option("server.address") or "")
 
 
 def session_id() -> str:

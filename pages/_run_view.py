@@ -54,6 +54,8 @@ def render_run(run: dict[str, Any], *, presenter: bool | None = None) -> None:
     results = {lv: stored[lv] for lv in order + sorted(set(stored) - set(order))}
     if meta.get("status") == "failed":
         st.error(f"This run failed: {meta.get('reason')}", icon="⚠️")
+    for level, why in (meta.get("not_run") or {}).items():
+        st.error(f"{level} was not run: {why}", icon="⚠️")
     if not results:
         st.info("This run recorded no results.")
         return

@@ -87,6 +87,7 @@ class ClusterService:
         self.usage = SharedExclusiveLock()  # runs share the cluster; broker faults take it alone
         self.cluster: Cluster | None = None
         self.state = "idle"  # idle | starting | ready | failed
+        self.starting_backend = "local"  # the backend of the start under way (the sidebar says)
         self.steps: list[str] = []
         self.error: str | None = None
         self.owned = False
@@ -137,12 +138,13 @@ class ClusterService:
             if self.find_running():
                 return
             self.state, self.steps, self.error = "starting", [], None
+            self.starting_backend = backend
         thread = threading.Thread(
             target=self._start, args=(backend, nodes, bootstrap), daemon=True, name="lab-start"
         )
         thread.start()
 
-    def autostart(self, *, nodes: int = 1) -> None:
+    def autostart(self, *, backend: str = "local", nodes: int = 1) -> None:
         """Start (or adopt) a cluster the first time a page asks, once per server process.
 
         A cluster a person stopped in the sidebar stays stopped: the start controls there let
@@ -152,7 +154,8 @@ class ClusterService:
             if self.autostarted:
                 return
             self.autostarted = True
-        self._ensure_started(nodes=nodes)  # the dashboard's own start, whoever opened it
+        # The dashboard's own start, whoever opened it.
+        self._ensure_started(backend=backend, nodes=nodes)
 
     def restart(self, *, nodes: int) -> None:
         """Replace the dashboard's own local cluster with one of `nodes` nodes, in the background.

@@ -8,6 +8,7 @@ from collections import Counter
 
 import streamlit as st
 
+from engine.cluster import default_nodes
 from engine.errors import LabError
 from pages._roles import is_presenter
 from pages._shared import ClusterService, cluster_service, show_error
@@ -19,8 +20,11 @@ SEEN_STATE = "_lab_cluster_state_seen"
 def render_cluster_panel() -> None:
     service = cluster_service()
     if os.environ.get("LAB_AUTOSTART", "1") == "1":
-        # Once per server process: a cluster stopped in the sidebar stays stopped.
-        service.autostart(nodes=int(os.environ.get("LAB_NODES", "1")))
+        # Once per server process: a cluster stopped in the sidebar stays stopped. The
+        # dashboard container of docker-compose.yml sets LAB_BACKEND=docker.
+        backend = os.environ.get("LAB_BACKEND") or "local"
+        nodes = int(os.environ.get("LAB_NODES") or default_nodes(backend))
+        service.autostart(backend=backend, nodes=nodes)
     # The state this page was drawn with; the sidebar's own reruns compare against it.
     st.session_state[SEEN_STATE] = service.state
     with st.sidebar:
@@ -36,7 +40,8 @@ def _status(service: ClusterService) -> None:
     if seen == "starting" and service.state != "starting":
         st.rerun(scope="app")
     if service.state == "starting":
-        with st.status("Starting the embedded Kafka cluster…", expanded=True):
+        what = "embedded" if service.starting_backend == "local" else service.starting_backend
+        with st.status(f"Starting the {what} Kafka cluster…", expanded=True):
             for step in service.steps:
                 st.write(step)
         return

@@ -52,6 +52,34 @@ def cluster3() -> Iterator:
         cluster.stop()
 
 
+@pytest.fixture(scope="session")
+def docker_env() -> Iterator:
+    """A Docker engine with Compose: the machine's own, or a dockerd this session starts.
+
+    Skipped, with the reason, where none answers and none can be started (not root, no
+    docker.io); under CI (CI set) that is a failure, since CI must run the Docker tests.
+    """
+    from engine.cluster.docker_backend import compose_command
+    from engine.errors import LabError
+    from tests.dockerenv import open_docker_env
+
+    env, why = open_docker_env()
+    if env is not None:
+        try:
+            compose_command()
+        except LabError as exc:
+            env.close()
+            env, why = None, str(exc)
+    if env is None:
+        if os.environ.get("CI"):
+            pytest.fail(f"CI runs the Docker tests, but {why}")
+        pytest.skip(str(why))
+    try:
+        yield env
+    finally:
+        env.close()
+
+
 @pytest.fixture
 def proxy(cluster1):
     """The 1-node cluster's fault proxy, cleared before and after each test."""

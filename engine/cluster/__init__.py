@@ -22,10 +22,16 @@ __all__ = [
     "NodeInfo",
     "NodeState",
     "current_cluster",
+    "default_nodes",
     "forget_current",
     "make_cluster",
     "start_cluster",
 ]
+
+
+def default_nodes(backend: str) -> int:
+    """How many nodes a backend starts when none are asked for: docker's compose file has 3."""
+    return 3 if backend == "docker" else 1
 
 
 def make_cluster(
@@ -42,9 +48,14 @@ def make_cluster(
 
         return EmbeddedCluster(name, node_count=nodes, owner_pid=owner_pid)
     if backend == "docker":
-        from engine.cluster.docker_backend import DockerCluster
+        from engine.cluster.docker_backend import NODE_IDS, DockerCluster
 
-        return DockerCluster()
+        if nodes != len(NODE_IDS):
+            raise ClusterError(
+                f"The docker backend runs the {len(NODE_IDS)} nodes of docker-compose.yml, not "
+                f"{nodes}; use --nodes {len(NODE_IDS)}, or the local backend for {nodes}."
+            )
+        return DockerCluster(owner_pid=owner_pid)
     if backend == "external":
         from engine.cluster.external import ExternalCluster
 

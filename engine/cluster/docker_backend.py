@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -46,6 +47,7 @@ from engine.errors import (
     ClusterError,
     ClusterNotRunningError,
     DockerUnavailableError,
+    MissingImageError,
     MissingToolError,
     PortInUseError,
 )
@@ -66,6 +68,8 @@ DIRECT_PORTS = {n: 39090 + n for n in NODE_IDS}  # DIRECT_HOST, published and ad
 ENV_UPSTREAMS = "LAB_DOCKER_PROXY_UPSTREAMS"
 ENV_DIRECT = "LAB_DOCKER_DIRECT_BOOTSTRAP"
 ENV_LISTEN_HOST = "LAB_PROXY_LISTEN_HOST"
+FREEZE_ATTEMPTS = 5  # `docker pause` tries before its "unable to freeze" is final
+ENV_KAFKA_IMAGE = "LAB_KAFKA_IMAGE"  # docker-compose.yml's image variable for the brokers
 
 _LABEL_PROJECT = "com.docker.compose.project"
 _LABEL_SERVICE = "com.docker.compose.service"
@@ -116,31 +120,113 @@ def connect_engine() -> docker.DockerClient:
     return client
 
 
-def compose_command() -> list[str]:
-    """`docker compose` as an argument list, or MissingToolError if the plugin is absent."""
+@dataclass(frozen=True)
+class ComposeTool:
+    """How to run Docker Compose here: the `docker compose` plugin or a standalone binary."""
+
+    argv: tuple[str, ...]  # ("docker", "compose") or ("docker-compose",)
+    version: str
+    # Compose v1 (Debian's docker-compose 1.29) rejects the top-level `name:` of the compose
+    # spec; it is given the file without that line on stdin, and the project by `-p`.
+    legacy: bool
+
+    @property
+    def shown(self) -> str:
+        return " ".join([Path(self.argv[0]).name, *self.argv[1:]])
+
+
+def _probe(argv: list[str]) -> tuple[bool, str]:
+    """Run a compose `version` command: (it answered, its output or why it did not)."""
+    try:
+        probe = subprocess.run(argv, capture_output=True, text=True, timeout=30, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return False, str(exc)
+    text = (probe.stdout or probe.stderr).strip()
+    return probe.returncode == 0, text.splitlines()[-1] if text else f"exit {probe.returncode}"
+
+
+def compose_command() -> ComposeTool:
+    """The `docker compose` plugin, else a standalone `docker-compose` (v2 or v1.29).
+
+    MissingToolError, naming what was looked for and why each was not usable, when neither.
+    """
+    why: list[str] = []
     docker_bin = shutil.which("docker")
     if docker_bin is None:
-        raise MissingToolError(
-            "The `docker` command is not installed. Install Docker (Docker Desktop, or Docker "
-            f"Engine with the compose plugin), {_LOCAL_HINT}."
-        )
+        why.append("no `docker` command on PATH")
+    else:
+        ok, out = _probe([docker_bin, "compose", "version", "--short"])
+        if ok:
+            return ComposeTool((docker_bin, "compose"), out.lstrip("v"), legacy=False)
+        why.append(f"the `docker compose` plugin is missing ({out[:120]})")
+    standalone = shutil.which("docker-compose")
+    if standalone is None:
+        why.append("no standalone `docker-compose` on PATH")
+    else:
+        ok, out = _probe([standalone, "version", "--short"])
+        if ok:
+            version = out.lstrip("v")
+            return ComposeTool((standalone,), version, legacy=version.startswith("1."))
+        why.append(f"`docker-compose version` failed ({out[:120]})")
+    raise MissingToolError(
+        "Docker Compose was not found: " + "; ".join(why) + ". Install the compose plugin "
+        "(Docker Desktop includes it; on Linux the docker-compose-plugin package) or a "
+        f"standalone docker-compose (Debian: apt-get install docker-compose), {_LOCAL_HINT}."
+    )
+
+
+def compose_file_for_v1(text: str) -> str:
+    """The compose file without its top-level `name:`, which Compose v1 refuses."""
+    return re.sub(r"(?m)^name:.*\n", "", text)
+
+
+def default_image(compose_text: str, variable: str) -> str | None:
+    """The default of `${VARIABLE:-default}` in a compose file, or None if it is not used."""
+    found = re.search(r"\$\{" + re.escape(variable) + r":-([^}]+)\}", compose_text)
+    return found.group(1) if found else None
+
+
+def run_compose(compose_file: Path, args: list[str], timeout: float) -> None:
+    """Run `docker compose -p PROJECT -f FILE ARGS...` (an argument list, never a shell).
+
+    Compose v1 gets the file on stdin without `name:`, and its folder as the project's.
+    """
+    tool = compose_command()
+    if tool.legacy:
+        # Compose v1: the file on stdin without `name:`; relative paths from its folder.
+        files = ["-f", "-", "--project-directory", str(compose_file.parent)]
+        stdin = compose_file_for_v1(compose_file.read_text())
+    else:
+        files, stdin = ["-f", str(compose_file)], None
+    cmd = [*tool.argv, "-p", PROJECT, *files, *args]
+    shown = f"{tool.shown} " + " ".join(args)
     try:
-        probe = subprocess.run(
-            [docker_bin, "compose", "version"],
+        result = subprocess.run(
+            cmd,
+            input=stdin,
             capture_output=True,
             text=True,
-            timeout=30,
+            timeout=timeout,
+            cwd=compose_file.parent,
             check=False,
         )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise MissingToolError(f"`docker compose version` could not run ({exc}).") from exc
-    if probe.returncode != 0:
-        raise MissingToolError(
-            "The `docker compose` plugin is missing (`docker compose version` failed). Install "
-            "Docker Compose v2 (Docker Desktop includes it; on Linux, the docker-compose-plugin "
-            f"package), {_LOCAL_HINT}."
+    except subprocess.TimeoutExpired as exc:
+        raise ClusterError(
+            f"`{shown}` did not finish within {timeout:.0f}s. If it is pulling images, "
+            f"run `{tool.shown} -f {compose_file} pull` first."
+        ) from exc
+    if result.returncode == 0:
+        return
+    output = (result.stderr or result.stdout).strip()
+    lowered = output.lower()
+    if "permission denied" in lowered and "docker" in lowered:
+        raise _engine_problem(PermissionError(output))
+    if "port is already allocated" in lowered or "address already in use" in lowered:
+        raise PortInUseError(
+            f"`{shown}` failed: a port the brokers publish (2909N, 3909N) is taken by "
+            f"another process. Free it and start again. Docker said: {output[-300:]}"
         )
-    return [docker_bin, "compose"]
+    raise ClusterError(f"`{shown}` failed (exit {result.returncode}): {output[-500:]}")
 
 
 def parse_upstreams(spec: str) -> dict[int, tuple[str, int]]:
@@ -262,6 +348,8 @@ class DockerCluster(Cluster):
         self.owner_pid = owner_pid
         self.layout = layout if layout is not None else Layout.from_env()
         self._proxy: ProxyInfo | None = None
+        # Called with each start-up step (the dashboard shows them in the sidebar).
+        self.on_progress: Callable[[str], None] | None = None
 
     # ---- persistence -----------------------------------------------------------------------
     @staticmethod
@@ -416,7 +504,12 @@ class DockerCluster(Cluster):
 
     # ---- lifecycle -------------------------------------------------------------------------
     def start(self, timeout: float = 120.0) -> None:
-        """Start the brokers with docker compose, then the proxy; wait until all are brokers."""
+        """Start the brokers with docker compose, then the proxy; wait until all are brokers.
+
+        Broker containers this compose project already has (an earlier run that was never
+        stopped, or `docker compose up` of the whole file) are taken over: compose starts the
+        stopped ones, a paused one is thawed, and their topics stay.
+        """
         self._refuse_if_running()
         self._clean_leftovers()
         for n in NODE_IDS:
@@ -426,6 +519,14 @@ class DockerCluster(Cluster):
                 "It runs its own proxy",
                 host=self.layout.listen_host,
             )
+        leftover = sorted(self._containers())
+        if leftover:
+            self._progress(
+                f"Taking over the broker containers of compose project {PROJECT} left from "
+                f"before (nodes {', '.join(map(str, leftover))})."
+            )
+        self.require_image()
+        self._progress("Starting the broker containers (docker compose up)…")
         # An image pull on first use can take minutes; readiness gets its own `timeout`.
         self._compose(["up", "-d", *SERVICES.values()], timeout=max(timeout, 900.0))
         # A node an earlier session left frozen would answer nothing: thaw it.
@@ -440,12 +541,49 @@ class DockerCluster(Cluster):
                 owner_pid=self.owner_pid,
             )
             self._save()
+            self._progress("Waiting for the three brokers to register…")
             self._wait_ready(set(NODE_IDS), timeout)
         except BaseException:
             # The containers stay, so that their logs can be read; the next start reuses them.
             self._stop_proxy()
             self.state_file.unlink(missing_ok=True)
             raise
+
+    def _progress(self, step: str) -> None:
+        if self.on_progress is not None:
+            self.on_progress(step)
+
+    @property
+    def kafka_image(self) -> str:
+        """The brokers' image: LAB_KAFKA_IMAGE, else the compose file's default."""
+        configured = os.environ.get(ENV_KAFKA_IMAGE)
+        if configured:
+            return configured
+        text = self.compose_file.read_text()
+        return default_image(text, ENV_KAFKA_IMAGE) or f"apache/kafka:{paths.kafka_version()}"
+
+    def require_image(self) -> None:
+        """The brokers' image is in the engine, or pulled now; else one line on how to get it."""
+        image = self.kafka_image
+        try:
+            self._client.images.get(image)
+            return
+        except docker.errors.ImageNotFound:
+            pass
+        except (docker.errors.DockerException, requests.RequestException, OSError) as exc:
+            raise _engine_problem(exc) from exc
+        self._progress(f"Pulling {image}…")
+        try:
+            self._client.images.pull(image)
+            return
+        except (docker.errors.DockerException, requests.RequestException, OSError) as exc:
+            detail = getattr(exc, "explanation", None) or str(exc)
+            reason = " ".join(str(detail).split())[-160:]
+        raise MissingImageError(
+            f"The Docker engine has no image {image} and could not pull it ({reason}). Pull it "
+            f"where a registry answers (`docker pull {image}`), or build a stand-in from the "
+            f"pinned Kafka jars with `./lab images` and set the {ENV_KAFKA_IMAGE} it prints."
+        )
 
     def _refuse_if_running(self) -> None:
         if not self.state_file.exists():
@@ -468,35 +606,7 @@ class DockerCluster(Cluster):
             self.state_file.unlink(missing_ok=True)
 
     def _compose(self, args: list[str], timeout: float) -> None:
-        """Run `docker compose -p PROJECT -f FILE ARGS...` (an argument list, never a shell)."""
-        cmd = [*compose_command(), "-p", PROJECT, "-f", str(self.compose_file), *args]
-        shown = "docker compose " + " ".join(args)
-        try:
-            result = subprocess.run(
-                cmd,
-                capture_output=True,
-                text=True,
-                timeout=timeout,
-                cwd=self.compose_file.parent,
-                check=False,
-            )
-        except subprocess.TimeoutExpired as exc:
-            raise ClusterError(
-                f"`{shown}` did not finish within {timeout:.0f}s. If it is pulling images, "
-                f"run `docker compose -f {self.compose_file} pull` first."
-            ) from exc
-        if result.returncode == 0:
-            return
-        output = (result.stderr or result.stdout).strip()
-        lowered = output.lower()
-        if "permission denied" in lowered and "docker" in lowered:
-            raise _engine_problem(PermissionError(output))
-        if "port is already allocated" in lowered or "address already in use" in lowered:
-            raise PortInUseError(
-                f"`{shown}` failed: a port the brokers publish (2909N, 3909N) is taken by "
-                f"another process. Free it and start again. Docker said: {output[-300:]}"
-            )
-        raise ClusterError(f"`{shown}` failed (exit {result.returncode}): {output[-500:]}")
+        run_compose(self.compose_file, args, timeout)
 
     def _wait_ready(self, expected: set[int], timeout: float) -> None:
         """Wait until the expected nodes are registered brokers, directly and via the proxy."""
@@ -572,7 +682,18 @@ class DockerCluster(Cluster):
                 # If it stopped by itself meanwhile, fine: `rm --stop` below makes sure.
                 with contextlib.suppress(ClusterError):
                     self._engine(f"kill {container.name}", container.kill)
-        self._compose(["rm", "--stop", "--force", "--volumes", *SERVICES.values()], timeout=120)
+        # `-v`, not `--volumes`: Compose v1 knows only the short form (and exits 0 on the other).
+        self._compose(["rm", "--stop", "--force", "-v", *SERVICES.values()], timeout=120)
+        # With no other service of the project left (no dashboard, no Postgres), the project's
+        # network and named volumes go too: `cluster down` leaves nothing of the lab behind.
+        others = self._engine(
+            "list the project's containers",
+            lambda: self._client.containers.list(
+                all=True, filters={"label": f"{_LABEL_PROJECT}={PROJECT}"}
+            ),
+        )
+        if not others:
+            self._compose(["down", "-v", "--remove-orphans"], timeout=120)
         self.state_file.unlink(missing_ok=True)
 
     def _stop_proxy(self) -> None:
@@ -601,8 +722,19 @@ class DockerCluster(Cluster):
     def pause_node(self, node_id: int) -> None:
         """Freeze the node (cgroup freezer): its sockets stay open but it answers nothing."""
         container = self._require_up(node_id)
-        if container.status != "paused":
-            self._engine(f"pause {container.name}", container.pause)
+        if container.status == "paused":
+            return
+        # runc gives up ("unable to freeze") when a process keeps the cgroup FREEZING for too
+        # long, which a busy JVM on a loaded machine does now and then; it has thawed the
+        # container again by then, so asking again is safe.
+        for attempt in range(FREEZE_ATTEMPTS):
+            try:
+                self._engine(f"pause {container.name}", container.pause)
+                return
+            except ClusterError as exc:
+                if "unable to freeze" not in str(exc) or attempt == FREEZE_ATTEMPTS - 1:
+                    raise
+                time.sleep(0.2)
 
     def resume_node(self, node_id: int) -> None:
         container = self._require_up(node_id)

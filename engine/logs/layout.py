@@ -119,7 +119,8 @@ class _DockerLogDirs(_LogDirs):
     """The docker backend: kafka-dump-log.sh inside the broker's container (Docker SDK).
 
     Written to the apache/kafka image's layout (log dir /var/lib/kafka/data, tools in
-    /opt/kafka/bin); not run here, as no Docker engine exists on the project's machines.
+    /opt/kafka/bin), which the stand-in of containers/kafka keeps; tested on it in
+    tests/integration/test_docker_backend.py.
     """
 
     DATA = "/var/lib/kafka/data"

@@ -1,15 +1,18 @@
 """The docker backend against a real Docker engine: the compose cluster, hurt and healed.
 
-Needs a Docker engine with the compose plugin, the apache/kafka image (pulled on first use)
-and the fixed host ports 1909N, 2909N, 3909N free. Skipped, with the reason, when the engine
-or the plugin is missing. Run alone with `pytest -m docker`.
+The engine is the machine's own, or a dockerd the session starts (tests/dockerenv.py); the
+brokers' image is apache/kafka, or the stand-in built from the pinned jars where it cannot
+be pulled. The fixed host ports 1909N, 2909N and 3909N must be free. One cluster serves the
+module; its teardown checks that `cluster down` leaves nothing of the compose project.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import time
 import uuid
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,56 +20,38 @@ import pytest
 from confluent_kafka import Consumer, Producer
 
 from engine.cluster.base import NodeState
-from engine.errors import LabError
 from engine.kafka import admin
+from engine.runner import run_scenario
+from engine.scenario import list_scenarios, load_scenario
+from tests.dockerenv import project_leftovers
+from tests.kafkatools import kcat_values
+
+SCENARIOS = list_scenarios()
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(900)]
 
 
-def _engine_unavailable() -> str | None:
-    """Why no Docker engine can be used here, or None when one answers."""
-    try:
-        import docker
-    except ImportError as exc:  # pragma: no cover - docker is a dependency
-        return f"the docker SDK is not installed: {exc}"
-    host = os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
-    try:
-        docker.from_env().ping()
-    except Exception as exc:
-        return f"no Docker engine answers at {host}: {exc}"
-    return None
-
-
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
-    reason = _engine_unavailable()
-    if reason:
-        pytest.skip(reason)
+def cluster(docker_env, tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
     from engine.cluster import docker_backend as db
 
-    try:
-        db.compose_command()
-    except LabError as exc:
-        pytest.skip(str(exc))
-
+    docker_env.require("kafka")
     with pytest.MonkeyPatch.context() as mp:
         # A state dir of its own, so the test never meets (or removes) a user's cluster state.
         mp.setenv("LAB_STATE_DIR", str(tmp_path_factory.mktemp("lab-state")))
         for var in (db.ENV_UPSTREAMS, db.ENV_DIRECT, db.ENV_LISTEN_HOST):
             mp.delenv(var, raising=False)
         c = db.DockerCluster(owner_pid=os.getpid())
-        if any(n.state != NodeState.DOWN for n in c.nodes()):
-            pytest.skip(
-                f"the {db.PROJECT} compose project already has broker containers; the test "
-                "would remove them. Stop that cluster first."
-            )
+        began = time.monotonic()
         c.start(timeout=300)
+        docker_env.timed("DockerCluster.start (3 brokers ready)", time.monotonic() - began)
         try:
             yield c
         finally:
             c.stop()
             assert all(n.state == NodeState.DOWN for n in c.nodes())
             assert not Path(c.state_file).exists()
+            assert project_leftovers(docker_env.client) == []
 
 
 def _roundtrip(bootstrap: str, topic: str, count: int) -> list[bytes]:
@@ -165,3 +150,131 @@ def test_pause_and_resume_a_broker(cluster) -> None:
     cluster.resume_node(3)
     _wait_state(cluster, 3, NodeState.RUNNING)
     admin.wait_for_brokers(cluster.direct_bootstrap, {1, 2, 3}, timeout=60)
+
+
+# ---- what the lab does on the three containers ----------------------------------------------
+def kcat_ids(bootstrap: str, topic: str, isolation: str) -> list[int]:
+    return [json.loads(v)["id"] for v in kcat_values(bootstrap, topic, isolation=isolation)]
+
+
+def assert_counts_match_kcat(cluster, scenario, output) -> None:
+    """Each level's delivered and duplicate counts are what kcat reads from the brokers."""
+    ledger = set(range(scenario.workload.messages))
+    for level, result in output["results"].items():
+        ids = [
+            i
+            for i in kcat_ids(cluster.direct_bootstrap, result["sink_topic"], result["isolation"])
+            if i in ledger
+        ]
+        copies = Counter(ids)
+        assert result["delivered"] == len(copies), f"{level}: delivered differs from kcat"
+        assert result["duplicates"] == len(ids) - len(copies), f"{level}: duplicates differ"
+
+
+@pytest.fixture(scope="module")
+def postgres_container(docker_env, cluster) -> Iterator[str]:
+    """docker-compose.yml's postgres service (official image or Debian stand-in): its DSN."""
+    import psycopg
+
+    docker_env.require("postgres")
+    cluster._compose(["up", "-d", "postgres"], timeout=600)
+    dsn = "postgresql://lab:lab-dev-only@127.0.0.1:55432/lab"  # the compose file's defaults
+    deadline = time.monotonic() + 90
+    while True:
+        try:
+            psycopg.connect(dsn, connect_timeout=3).close()
+            break
+        except psycopg.OperationalError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.5)
+    try:
+        yield dsn
+    finally:
+        cluster._compose(["rm", "--stop", "--force", "-v", "postgres"], timeout=120)
+
+
+def test_ack_loss_counts_equal_kcats_with_postgres_in_a_container(
+    cluster, postgres_container, monkeypatch
+) -> None:
+    monkeypatch.setenv("LAB_DEDUP_DSN", postgres_container)
+    scenario = load_scenario(SCENARIOS["ack-loss"])
+    output = run_scenario(scenario, cluster, source_text=SCENARIOS["ack-loss"].read_text())
+    assert set(output["results"]) == set(scenario.levels) and "not_run" not in output
+    assert not scenario.unmet_expectations(output["results"])
+    assert output["results"]["idempotency-key"]["effect_store"] == "postgres"
+    assert_counts_match_kcat(cluster, scenario, output)
+
+
+def test_broker_failover_keeps_its_promises_through_the_docker_sdk(cluster) -> None:
+    # pause-followers (cgroup freezer), kill-leader (SIGKILL), resume, restart: each a
+    # Docker SDK call on a broker container, as the embedded cluster's are signals.
+    scenario = load_scenario(SCENARIOS["broker-failover"])
+    output = run_scenario(scenario, cluster, source_text=SCENARIOS["broker-failover"].read_text())
+    assert not scenario.unmet_expectations(output["results"]), output["results"]
+    kinds = {f["kind"] for r in output["results"].values() for f in r["faults"]}
+    assert {"pause-followers", "kill-leader", "resume-nodes", "restart-nodes"} <= kinds
+    assert_counts_match_kcat(cluster, scenario, output)
+    assert [n.state for n in cluster.nodes()] == [NodeState.RUNNING] * 3
+
+
+def test_the_batches_view_dumps_a_segment_inside_a_broker_container(cluster) -> None:
+    from engine import logs
+
+    topic = f"it-dump-{uuid.uuid4().hex[:8]}"
+    admin.create_topic(cluster.direct_bootstrap, topic, replication=3)
+    producer = Producer({"bootstrap.servers": cluster.direct_bootstrap, "linger.ms": 0})
+    for i in range(5):
+        producer.produce(topic, key=f"k{i}".encode(), value=f"v{i}".encode())
+        producer.flush(30)  # one batch each
+    dump = logs.dump_log(cluster, topic)
+    assert dump.log_dir == f"/var/lib/kafka/data/{topic}-0"  # a path inside the container
+    assert dump.files == [f"{dump.log_dir}/00000000000000000000.log"]
+    assert [(b.base_offset, b.last_offset) for b in dump.batches] == [(i, i) for i in range(5)]
+    assert [r.payload for b in dump.batches for r in b.records] == [f"v{i}" for i in range(5)]
+    # Every replica's copy, read in its own container, holds the same batches.
+    for node in (1, 2, 3):
+        copy = logs.dump_log(cluster, topic, node_id=node)
+        assert [b.base_offset for b in copy.batches] == list(range(5))
+
+
+def test_a_container_stopped_from_outside_shows_as_down_in_the_sidebar(
+    cluster, docker_env, monkeypatch
+) -> None:
+    from streamlit.testing.v1 import AppTest
+
+    from engine import paths
+    from pages._shared import cluster_service
+
+    name = cluster.container(2).name
+    docker_env.client.containers.get(name).stop(timeout=5)  # as `docker stop` would
+    _wait_state(cluster, 2, NodeState.DOWN)
+    pointer = paths.state_dir() / "current.json"
+    pointer.write_text(json.dumps({"backend": "docker", "name": cluster.name}))
+    monkeypatch.setenv("LAB_AUTOSTART", "1")
+    cluster_service.clear()  # a new server process: it adopts the running docker cluster
+    try:
+        at = AppTest.from_file(str(paths.REPO_ROOT / "app.py"), default_timeout=60).run()
+        assert not at.exception
+        text = "\n".join(m.value for m in at.markdown)
+        assert "node 2: down" in text
+        assert "node 1: running" in text and "node 3: running" in text
+        assert any("docker" in c.value for c in at.caption)
+    finally:
+        cluster_service.clear()
+        pointer.unlink(missing_ok=True)
+    cluster.restart_node(2, timeout=120)
+    assert [n.state for n in cluster.nodes()] == [NodeState.RUNNING] * 3
+
+
+def test_an_engine_without_the_image_says_in_one_line_how_to_get_it(cluster, monkeypatch) -> None:
+    from engine.errors import MissingImageError
+
+    missing = f"kafka-failure-lab/no-such-image:{uuid.uuid4().hex[:8]}"
+    monkeypatch.setenv("LAB_KAFKA_IMAGE", missing)
+    with pytest.raises(MissingImageError) as caught:
+        cluster.require_image()  # what start() asks before `docker compose up`
+    message = str(caught.value)
+    assert "\n" not in message and "Traceback" not in message
+    assert message.startswith(f"The Docker engine has no image {missing} and could not pull it")
+    assert f"`docker pull {missing}`" in message and "`./lab images`" in message

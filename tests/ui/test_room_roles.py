@@ -146,3 +146,23 @@ def test_a_room_with_an_empty_key_refuses_to_start_in_one_line(tmp_path):
     assert done.returncode != 0
     lines = [line for line in done.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and "LAB_PRESENTER_KEY is empty" in lines[0], done.stderr
+
+
+def test_a_container_published_on_loopback_is_one_persons_dashboard(monkeypatch):
+    # docker-compose.yml's dashboard listens on 0.0.0.0 inside its container but is published
+    # on the host's 127.0.0.1 only, and says so: no key is needed, and nobody is a viewer.
+    monkeypatch.delenv(KEY_ENV, raising=False)
+    monkeypatch.setenv("LAB_AUTOSTART", "0")
+    before = config.get_option("server.address")
+    config.set_option("server.address", "0.0.0.0")
+    try:
+        refused = AppTest.from_file(APP, default_timeout=30).run()
+        assert "without a presenter key" in texts(refused)  # a real room with no key
+        monkeypatch.setenv("LAB_PUBLISHED_ADDRESS", "127.0.0.1")
+        at = AppTest.from_file(APP, default_timeout=30).run()
+        assert not at.exception and not at.error
+        assert "You are watching the presenter" not in texts(at)
+        assert "No cluster is running." in texts(at)
+        assert "Start" in labels(at)  # the presenter's control
+    finally:
+        config.set_option("server.address", before)

@@ -119,3 +119,31 @@ def test_cluster_ids_are_22_chars_and_never_look_like_an_option():
 
     ids = {new_cluster_id() for _ in range(5000)}
     assert all(len(i) == 22 and not i.startswith("-") for i in ids)
+
+
+def test_docker_backend_refuses_a_node_count_it_cannot_run():
+    # docker-compose.yml has three brokers; asked for one, the backend says so (no engine needed).
+    with pytest.raises(ClusterError) as caught:
+        make_cluster("docker", nodes=1)
+    assert str(caught.value) == (
+        "The docker backend runs the 3 nodes of docker-compose.yml, not 1; use --nodes 3, or "
+        "the local backend for 1."
+    )
+
+
+def test_cli_refuses_docker_with_one_node_in_one_line(tmp_path):
+    env = {**os.environ, "LAB_STATE_DIR": str(tmp_path)}
+    result = subprocess.run(
+        [sys.executable, "-m", "engine", "cluster", "up", "--backend", "docker", "--nodes", "1"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=paths.REPO_ROOT,
+        timeout=60,
+    )
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == [
+        "error: The docker backend runs the 3 nodes of docker-compose.yml, not 1; use --nodes "
+        "3, or the local backend for 1."
+    ]
+    assert "Starting" not in result.stderr

@@ -9,9 +9,11 @@ real thing is tests/integration/test_docker_backend.py.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import stat
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +29,7 @@ from engine.errors import (
     ClusterError,
     ClusterNotRunningError,
     DockerUnavailableError,
+    MissingImageError,
     MissingToolError,
 )
 
@@ -78,8 +81,29 @@ def test_project_name_is_the_one_the_backend_looks_for(compose: dict[str, Any]) 
 
 
 def test_kafka_image_is_the_version_pinned_in_the_pom(compose: dict[str, Any]) -> None:
+    # The official image by default; LAB_KAFKA_IMAGE may name a stand-in (./lab images).
+    official = f"apache/kafka:{paths.kafka_version()}"
     for n in NODES:
-        assert compose["services"][f"kafka-{n}"]["image"] == f"apache/kafka:{paths.kafka_version()}"
+        assert compose["services"][f"kafka-{n}"]["image"] == f"${{LAB_KAFKA_IMAGE:-{official}}}"
+    assert db.default_image(COMPOSE.read_text(), db.ENV_KAFKA_IMAGE) == official
+    # The dashboard's engine runs this file too: it must resolve the same images.
+    env = compose["services"]["dashboard"]["environment"]
+    assert env["LAB_KAFKA_IMAGE"] == f"${{LAB_KAFKA_IMAGE:-{official}}}"
+    assert env["LAB_POSTGRES_IMAGE"] == compose["services"]["postgres"]["image"]
+
+
+def test_the_dashboard_image_takes_its_bases_as_build_arguments(compose: dict[str, Any]) -> None:
+    build = compose["services"]["dashboard"]["build"]
+    assert build["args"] == {
+        "PYTHON_IMAGE": "${LAB_PYTHON_IMAGE:-python:3.11-slim}",
+        "DOCKER_CLI_IMAGE": "${LAB_DOCKER_CLI_IMAGE:-docker:28-cli}",
+    }
+    dockerfile = (paths.REPO_ROOT / "Dockerfile").read_text()
+    # The same defaults in the Dockerfile, declared before the FROM lines that use them.
+    assert "ARG PYTHON_IMAGE=python:3.11-slim" in dockerfile
+    assert "ARG DOCKER_CLI_IMAGE=docker:28-cli" in dockerfile
+    froms = re.findall(r"(?m)^FROM (\S+)", dockerfile)
+    assert froms == ["${DOCKER_CLI_IMAGE}", "${PYTHON_IMAGE}"]
 
 
 def test_every_published_port_binds_loopback_only(compose: dict[str, Any]) -> None:
@@ -167,6 +191,9 @@ def test_dashboard_wiring_matches_the_backend(compose: dict[str, Any]) -> None:
         assert layout.direct[n] == "{}:{}".format(*advertised["DOCKER"])
         assert ("127.0.0.1", db.PROXY_PORTS[n], db.PROXY_PORTS[n]) in published(dash)
     assert ("127.0.0.1", 8501, 8501) in published(dash)
+    # It listens on 0.0.0.0 in its container, but is published on loopback only: the room
+    # logic must see where it is reached, or it would refuse to serve without a key.
+    assert env["LAB_PUBLISHED_ADDRESS"] == "127.0.0.1"
     assert "/var/run/docker.sock:/var/run/docker.sock" in dash["volumes"]
     assert any(str(v).startswith("./runs:") for v in dash["volumes"])
     assert dash["command"][:3] == ["streamlit", "run", "app.py"]
@@ -185,7 +212,7 @@ def test_no_literal_password(compose: dict[str, Any]) -> None:
     assert found, "the postgres password should be set from the environment"
     pg = compose["services"]["postgres"]
     assert pg["environment"]["POSTGRES_PASSWORD"] == "${LAB_POSTGRES_PASSWORD:-lab-dev-only}"
-    assert pg["image"] == "postgres:16-alpine"
+    assert pg["image"] == "${LAB_POSTGRES_IMAGE:-postgres:16-alpine}"
     example = (paths.REPO_ROOT / "lab.env.example").read_text()
     assert re.search(r"^LAB_POSTGRES_PASSWORD=", example, re.MULTILINE)
     assert "--env-file lab.env" in example
@@ -230,16 +257,78 @@ def fake_docker(tmp_path: Path, compose_ok: bool = True) -> Path:
         f'if [ "$1" = compose ] && [ "{int(compose_ok)}" = 0 ]; then\n'
         '  echo "docker: unknown command: docker compose" >&2; exit 1\n'
         "fi\n"
+        'if [ "$2" = version ]; then echo 2.40.3; fi\n'
         "exit 0\n"
     )
     script.chmod(script.stat().st_mode | stat.S_IXUSR)
     return bin_dir
 
 
-def test_missing_compose_plugin_is_named(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def fake_standalone_compose(tmp_path: Path, version: str) -> Path:
+    """A standalone `docker-compose` of a version; it records its arguments and its stdin."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    script = bin_dir / "docker-compose"
+    script.write_text(
+        "#!/bin/sh\n"
+        'if [ "$1" = version ]; then echo ' + version + "; exit 0; fi\n"
+        f'echo "$@" >> "{tmp_path}/compose-calls"\n'
+        f'cat > "{tmp_path}/compose-stdin"\n'
+        "exit 0\n"
+    )
+    script.chmod(script.stat().st_mode | stat.S_IXUSR)
+    return bin_dir
+
+
+def test_compose_plugin_is_preferred(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    fake_standalone_compose(tmp_path, "1.29.2")
+    monkeypatch.setenv("PATH", str(fake_docker(tmp_path)))
+    tool = db.compose_command()
+    assert tool.argv == (str(tmp_path / "bin" / "docker"), "compose")
+    assert not tool.legacy and tool.shown == "docker compose"
+
+
+@pytest.mark.parametrize(("version", "legacy"), [("1.29.2", True), ("v2.40.3", False)])
+def test_a_standalone_docker_compose_is_found_without_the_plugin(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, version: str, legacy: bool
+) -> None:
+    fake_docker(tmp_path, compose_ok=False)
+    monkeypatch.setenv("PATH", str(fake_standalone_compose(tmp_path, version)))
+    tool = db.compose_command()
+    assert tool.argv == (str(tmp_path / "bin" / "docker-compose"),)
+    assert tool.legacy is legacy and tool.version == version.lstrip("v")
+
+
+def test_missing_compose_names_both_kinds(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("PATH", str(fake_docker(tmp_path, compose_ok=False)))
-    with pytest.raises(MissingToolError, match="`docker compose` plugin is missing"):
+    with pytest.raises(MissingToolError) as caught:
         db.compose_command()
+    message = str(caught.value)
+    assert "\n" not in message
+    assert "the `docker compose` plugin is missing (docker: unknown command" in message
+    assert "no standalone `docker-compose` on PATH" in message
+    assert "apt-get install docker-compose" in message
+    # Neither docker nor docker-compose: both named as absent.
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    with pytest.raises(MissingToolError, match="no `docker` command on PATH; no standalone"):
+        db.compose_command()
+
+
+def test_compose_v1_gets_the_file_without_its_name_on_stdin(
+    state_dir: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    fake_docker(tmp_path, compose_ok=False)
+    monkeypatch.setenv("PATH", f"{fake_standalone_compose(tmp_path, '1.29.2')}{os.pathsep}/bin")
+    cluster, _ = make_cluster("exited", "exited", "exited")
+    cluster._compose(["up", "-d", "kafka-1"], timeout=30)
+    call = (tmp_path / "compose-calls").read_text().split()
+    assert call == [
+        "-p", db.PROJECT, "-f", "-", "--project-directory", str(COMPOSE.parent),
+        "up", "-d", "kafka-1",
+    ]  # fmt: skip
+    given = (tmp_path / "compose-stdin").read_text()
+    assert "name: kafka-failure-lab" not in given  # Compose v1 refuses the key
+    assert given == COMPOSE.read_text().replace("name: kafka-failure-lab\n", "")
 
 
 # ---- the backend against a fake engine -----------------------------------------------------
@@ -253,6 +342,7 @@ class FakeContainer:
         }
         self.status = status
         self.refuse_paused_kill = refuse_paused_kill
+        self.freeze_failures = 0  # how many pauses fail as runc's freezer does under load
         self.calls: list[str] = []
 
     def reload(self) -> None:
@@ -268,6 +358,12 @@ class FakeContainer:
 
     def pause(self) -> None:
         self.calls.append("pause")
+        if self.freeze_failures:
+            self.freeze_failures -= 1
+            raise docker.errors.APIError(
+                "500 Server Error",
+                explanation="OCI runtime pause failed: unable to freeze: unknown",
+            )
         self.status = "paused"
 
     def unpause(self) -> None:
@@ -292,23 +388,94 @@ class FakeContainers:
         return [c for c in self.items if not key or c.labels.get(key) == value]
 
 
+class FakeImages:
+    """An engine's images: `present` ones are found; pulling anything fails (no registry)."""
+
+    def __init__(self, present: set[str]) -> None:
+        self.present = present
+        self.pulled: list[str] = []
+
+    def get(self, name: str) -> object:
+        if name not in self.present:
+            raise docker.errors.ImageNotFound(f"No such image: {name}")
+        return object()
+
+    def pull(self, name: str, **_: Any) -> object:
+        self.pulled.append(name)
+        raise docker.errors.APIError(
+            "500 Server Error: Internal Server Error",
+            explanation='Get "https://registry-1.docker.io/v2/": dial tcp: lookup '
+            "registry-1.docker.io: no such host",
+        )
+
+
 class FakeClient:
-    def __init__(self, items: list[FakeContainer]) -> None:
+    def __init__(self, items: list[FakeContainer], images: set[str] | None = None) -> None:
         self.containers = FakeContainers(items)
+        self.images = FakeImages(
+            {f"apache/kafka:{paths.kafka_version()}"} if images is None else images
+        )
 
 
 @pytest.fixture
 def state_dir(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     monkeypatch.setenv("LAB_STATE_DIR", str(tmp_path / "state"))
-    for var in (db.ENV_UPSTREAMS, db.ENV_DIRECT, db.ENV_LISTEN_HOST):
+    # LAB_KAFKA_IMAGE too: the Docker tests of the same session set it to their stand-in.
+    for var in (db.ENV_UPSTREAMS, db.ENV_DIRECT, db.ENV_LISTEN_HOST, db.ENV_KAFKA_IMAGE):
         monkeypatch.delenv(var, raising=False)
     return tmp_path / "state"
 
 
-def make_cluster(*statuses: str, **kwargs: Any) -> tuple[db.DockerCluster, list[FakeContainer]]:
+def make_cluster(
+    *statuses: str, images: set[str] | None = None, **kwargs: Any
+) -> tuple[db.DockerCluster, list[FakeContainer]]:
     items = [FakeContainer(f"kafka-{n}", s, **kwargs) for n, s in zip(NODES, statuses, strict=True)]
     other = FakeContainer("postgres")
-    return db.DockerCluster(client=FakeClient([*items, other])), items  # type: ignore[arg-type]
+    client = FakeClient([*items, other], images)
+    return db.DockerCluster(client=client), items  # type: ignore[arg-type]
+
+
+def test_an_engine_without_the_image_says_how_to_pull_or_build_it(
+    state_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv(db.ENV_KAFKA_IMAGE, raising=False)
+    cluster, _ = make_cluster("exited", "exited", "exited", images=set())
+    with pytest.raises(MissingImageError) as caught:
+        cluster.require_image()
+    message = str(caught.value)
+    official = f"apache/kafka:{paths.kafka_version()}"
+    assert cluster._client.images.pulled == [official], "it tries to pull first"
+    assert "\n" not in message and "Traceback" not in message
+    assert f"no image {official} and could not pull it" in message
+    assert "no such host" in message
+    assert f"`docker pull {official}`" in message
+    assert "`./lab images`" in message and db.ENV_KAFKA_IMAGE in message
+    # A stand-in named by the variable is what is looked for, and found.
+    monkeypatch.setenv(db.ENV_KAFKA_IMAGE, "kafka-failure-lab/kafka-standin:x")
+    cluster._client.images.present.add("kafka-failure-lab/kafka-standin:x")
+    cluster.require_image()
+
+
+def test_leftover_broker_containers_are_taken_over_and_said(
+    state_dir: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("PATH", f"{fake_docker(tmp_path)}{os.pathsep}{os.environ['PATH']}")
+    cluster, items = make_cluster("running", "running", "paused")
+    steps: list[str] = []
+    cluster.on_progress = steps.append
+    monkeypatch.setattr(db.admin, "wait_for_brokers", lambda b, e, timeout: None)
+    monkeypatch.setattr(db, "free_ports", lambda count: [45679])
+    monkeypatch.setattr(
+        db,
+        "start_proxy_process",
+        lambda routes, port, root, owner_pid=None: ProxyInfo("127.0.0.1", port, "ev", pid=None),
+    )
+    cluster.start(timeout=5)
+    assert steps[0] == (
+        f"Taking over the broker containers of compose project {db.PROJECT} left from before "
+        "(nodes 1, 2, 3)."
+    )
+    assert items[2].calls == ["unpause"], "a frozen leftover is thawed"
 
 
 def test_host_layout(state_dir: Path) -> None:
@@ -362,6 +529,17 @@ def test_kill_pause_resume(state_dir: Path) -> None:
         cluster.kill_node(7)
 
 
+def test_a_pause_the_freezer_gives_up_on_is_asked_again(state_dir: Path) -> None:
+    cluster, items = make_cluster("running", "running", "running")
+    items[0].freeze_failures = 2
+    cluster.pause_node(1)
+    assert items[0].calls == ["pause"] * 3 and items[0].status == "paused"
+    items[1].freeze_failures = db.FREEZE_ATTEMPTS
+    with pytest.raises(ClusterError, match="unable to freeze"):
+        cluster.pause_node(2)
+    assert items[1].status == "running"
+
+
 def test_kill_of_a_frozen_node_on_an_engine_that_refuses(state_dir: Path) -> None:
     cluster, items = make_cluster("paused", "running", "running", refuse_paused_kill=True)
     cluster.kill_node(1)
@@ -410,6 +588,96 @@ def test_start_and_stop_run_compose_with_argument_lists(
     calls = (tmp_path / "docker-calls").read_text().splitlines()
     compose = f"compose -p kafka-failure-lab -f {db.COMPOSE_FILE}"
     assert f"{compose} up -d kafka-1 kafka-2 kafka-3" in calls
-    assert f"{compose} rm --stop --force --volumes kafka-1 kafka-2 kafka-3" in calls
+    assert f"{compose} rm --stop --force -v kafka-1 kafka-2 kafka-3" in calls
     with pytest.raises(ClusterNotRunningError):
         db.DockerCluster.attach(client=FakeClient(items))  # type: ignore[arg-type]
+
+
+# ---- the Kafka stand-in (containers/kafka) against the compose file --------------------------
+STANDIN = paths.REPO_ROOT / "containers" / "kafka"
+
+
+@pytest.fixture(scope="module")
+def kafka_classes() -> dict[str, bytes]:
+    """The pinned Kafka jars' own classes (kafka*.jar), by path in the jar."""
+    from engine.cluster import jars
+
+    classes: dict[str, bytes] = {}
+    for jar in Path(jars.kafka_classpath()).parent.glob("kafka*.jar"):
+        with zipfile.ZipFile(jar) as zf:
+            for name in zf.namelist():
+                if name.endswith(".class"):
+                    classes[name] = zf.read(name)
+    return classes
+
+
+def wrapper_property(variable: str) -> str:
+    """KafkaDockerWrapper's rule: KAFKA_LOG_DIRS -> log.dirs (`__` -> `_`, `___` -> `-`)."""
+    key = variable.removeprefix("KAFKA_").lower().replace("_", ".")
+    return key.replace("...", "-").replace("..", "_")
+
+
+def test_the_kafka_standin_handles_every_variable_the_compose_file_sets(
+    compose: dict[str, Any], kafka_classes: dict[str, bytes]
+) -> None:
+    wrapper = kafka_classes["kafka/docker/KafkaDockerWrapper$.class"]
+    # The variables the wrapper leaves out of server.properties, read from the pinned class
+    # itself: the JVM's options and logging, which the start scripts must read instead.
+    constants = kafka_classes["kafka/docker/Constants$.class"]
+    not_properties = {m.decode() for m in re.findall(rb"KAFKA_[A-Z0-9_]+", constants)}
+    assert "KAFKA_HEAP_OPTS" in not_properties
+    scripts = "\n".join(
+        p.read_text() for p in [STANDIN / "run", *sorted((STANDIN / "bin").iterdir())]
+    )
+    every_class = b"\n".join(kafka_classes.values())
+    for n in NODES:
+        for variable, value in kafka_env(compose, n).items():
+            if variable == "CLUSTER_ID":
+                assert b"CLUSTER_ID" in wrapper  # it formats the storage with it
+                assert "CLUSTER_ID" in (STANDIN / "run").read_text()
+            elif variable in not_properties:
+                assert re.search(r"\$\{?" + variable + r"\b", scripts), (
+                    f"{variable} is for the JVM, but no script of the stand-in reads it"
+                )
+            else:
+                assert variable.startswith("KAFKA_"), f"the image ignores {variable}={value}"
+                key = wrapper_property(variable)
+                # A real broker setting: its name is a literal in Kafka's own classes.
+                assert key.encode() in every_class, f"{variable} -> {key}: no such setting"
+
+
+def test_the_kafka_standin_has_the_paths_the_compose_file_and_backend_use(
+    compose: dict[str, Any], kafka_classes: dict[str, bytes]
+) -> None:
+    from engine.logs.layout import _DockerLogDirs
+
+    dockerfile = (STANDIN / "Dockerfile").read_text()
+    volumes = json.loads(re.search(r"(?m)^VOLUME (\[.*\])$", dockerfile).group(1))
+    log_dir = kafka_env(compose, 1)["KAFKA_LOG_DIRS"]
+    # The log dir is a volume, so a killed and restarted container keeps its log.
+    assert log_dir in volumes and log_dir == _DockerLogDirs.DATA
+    assert re.search(r'(?m)^CMD \["/etc/kafka/docker/run"\]$', dockerfile)
+    assert "COPY run /etc/kafka/docker/run" in dockerfile
+    assert "COPY bin/ /opt/kafka/bin/" in dockerfile and "COPY libs/ /opt/kafka/libs/" in dockerfile
+
+    healthcheck = compose["x-kafka"]["healthcheck"]["test"][-1]
+    tools = set(re.findall(r"/opt/kafka/bin/([\w.-]+)", healthcheck))
+    tools.add(Path(_DockerLogDirs.DUMP_SCRIPT).name)
+    assert tools == {"kafka-cluster.sh", "kafka-dump-log.sh"}
+    for tool in [*tools, "kafka-run-class.sh", "kafka-server-start.sh", "kafka-storage.sh"]:
+        script = STANDIN / "bin" / tool
+        assert script.stat().st_mode & stat.S_IXUSR, f"{tool} is not executable"
+        named = re.findall(r"kafka-run-class.sh\" ([\w.$]+)", script.read_text())
+        for cls in named:  # each wrapper runs a class that the pinned jars have
+            assert cls.replace(".", "/") + ".class" in kafka_classes, f"{tool}: no {cls}"
+
+    run = (STANDIN / "run").read_text()
+    assert "kafka.docker.KafkaDockerWrapper setup" in run
+    wrapper = kafka_classes["kafka/docker/KafkaDockerWrapper$.class"]
+    for flag in re.findall(r"(--[a-z-]+-dir)\b", run):
+        assert flag.encode() in wrapper, f"KafkaDockerWrapper has no {flag}"
+    # A restarted container's log dir is already formatted; the stand-in must go on.
+    assert 'grep -qi "already formatted"' in run
+    for name in ("log4j2.yaml", "tools-log4j2.yaml", "server.properties"):
+        assert name.encode() in kafka_classes["kafka/docker/Constants$.class"]
+        assert (STANDIN / "config" / name).is_file()
