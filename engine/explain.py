@@ -206,6 +206,7 @@ def explain(
             sentence += overtaken_sentence(duplicated, verdicts)
         out.why.append(sentence)
     lost = [v.id for v in verdicts if v.verdict == "lost"]
+    replication = ""
     if lost:
         acked = [v.id for v in verdicts if v.verdict == "lost" and v.ack == "acked"]
         sentence = f"Lost: {ids_phrase(lost)} not in the topic."
@@ -228,7 +229,14 @@ def explain(
             )
         elif acked:
             sentence += f" Acknowledged before: {ids_phrase(acked)}."
-        if "lost" in EXCLUDED.get(level, set()):
+            replication = replication_loss_sentence(history)
+            sentence += replication
+        if replication:
+            sentence += (
+                " An acks=all acknowledgement keeps its promise only while an in-sync replica "
+                "that holds the message survives and leads; here none did."
+            )
+        elif "lost" in EXCLUDED.get(level, set()):
             sentence += " This level's promise excludes this loss: see the evidence above."
         out.why.append(sentence)
     reordered = [v.id for v in verdicts if v.reordered]
@@ -267,6 +275,56 @@ def explain(
             "waits for the session timeout (6 s) before it reassigns them."
         )
     return out
+
+
+def replication_loss_sentence(history: Sequence[dict[str, Any]]) -> str:
+    """Why acknowledged messages left the partition, when the run killed its replicas: from
+    the nodes it killed, the ISR the cluster reported, and the brokers' own log lines."""
+    nemesis = [e for e in history if e.get("ev") == "nemesis"]
+    killed = {
+        e.get("kind"): e.get("node")
+        for e in nemesis
+        if e.get("kind") in ("kill-leader", "kill-follower")
+    }
+    leader, follower = killed.get("kill-leader"), killed.get("kill-follower")
+    if leader is None or follower is None:
+        return ""
+    alone = any(e.get("kind") == "isr" and e.get("isr") == [leader] for e in nemesis)
+    wiped = any(e.get("kind") == "wipe-partition" and e.get("node") == leader for e in nemesis)
+    logged = [str(e.get("line", "")) for e in nemesis if e.get("kind") == "broker-log"]
+    unclean = any("UNCLEAN" in line for line in logged)
+    truncated = any("runcat" in line for line in logged)
+    text = ""
+    if alone:
+        text += (
+            f" After follower node {follower} was killed, the cluster reported the ISR as "
+            f"[{leader}]: min.insync.replicas=1 let node {leader} acknowledge acks=all writes "
+            "with its own copy only."
+        )
+    if wiped:
+        text += (
+            f" Node {leader}'s copy was deleted while it was down, and it came back empty"
+            + (
+                "; the controller's log shows the partition handed to it again (an election "
+                "the controller logs as unclean: the last known leader, chosen when no ISR or "
+                "ELR member is left)"
+                if unclean
+                else ""
+            )
+            + "."
+        )
+    elif unclean:
+        text += (
+            f" Node {follower} came back without them, and the controller elected it although "
+            "it was not in sync (unclean leader election, which the topic allows; the "
+            "controller's log line is above)."
+        )
+    if truncated:
+        text += (
+            " A returning replica truncated its log to the new leader's (its own log line is "
+            "above): what the new leader lacked is deleted from that disk too."
+        )
+    return text
 
 
 def plural(n: int, word: str) -> str:
@@ -400,11 +458,46 @@ def _nemesis_evidence(event: dict[str, Any], out: Explanation) -> None:
             f"{event.get('leader')} led the partition, node {event.get('controller')} was the "
             "controller."
         )
+    elif kind == "isr" and (event.get("leader") or 0) < 0:
+        out.evidence.append(
+            f"The cluster reported the partition without a leader (offline; in-sync replicas "
+            f"{event.get('isr')}): nothing could be written to it or read from it."
+        )
     elif kind == "isr":
+        hw = event.get("high_watermark")
+        mark = "its high watermark not read in time" if hw is None else f"high watermark {hw}"
         out.evidence.append(
             f"The cluster reported the partition's in-sync replicas as {event.get('isr')}, "
-            f"led by node {event.get('leader')}, high watermark {event.get('high_watermark')}."
+            f"led by node {event.get('leader')}, {mark}."
         )
+    elif kind == "kill-follower":
+        out.evidence.append(
+            f"Follower node {event.get('node')} was killed (SIGKILL); node "
+            f"{event.get('leader')} led the partition."
+        )
+    elif kind == "kill-leader":
+        out.evidence.append(f"The leader, node {event.get('node')}, was killed (SIGKILL).")
+    elif kind == "wipe-partition":
+        out.evidence.append(
+            f"While node {event.get('node')} was down, its copy of {event.get('partition')} was "
+            "deleted (as a replaced disk loses it); its other data stayed."
+        )
+    elif kind == "restart-nodes" and event.get("target"):
+        nodes = ", ".join(str(n) for n in event.get("nodes") or [])
+        out.evidence.append(
+            f"Node {nodes} (the {event.get('target')} killed before) was started again on its disk."
+        )
+    elif kind == "elr":
+        leader = event.get("leader")
+        who = f"led by node {leader}" if (leader or 0) >= 0 else "without a leader"
+        final = " as the run ended" if event.get("final") else ""
+        out.evidence.append(
+            f"Kafka's topic tool read the partition{final}: {who}, in-sync replicas "
+            f"{event.get('isr')}, eligible leader replicas {event.get('elr')}, last known "
+            f"leader {event.get('last_known_elr')}."
+        )
+    elif kind == "broker-log":
+        out.evidence.append(f"Node {event.get('node')} logged: {event.get('line')}")
     elif kind == "resume-nodes":
         nodes = ", ".join(str(n) for n in event.get("nodes") or [])
         out.evidence.append(f"Node(s) {nodes} resumed (SIGCONT).")

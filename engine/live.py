@@ -120,8 +120,15 @@ def nemesis_text(event: dict[str, Any]) -> str:
         "kill-node": f"broker node {event.get('node')} killed (this level's leader was node "
         f"{event.get('leader')})",
         "pause-followers": f"follower node(s) {nodes} frozen",
-        "isr": f"ISR now {event.get('isr')} (leader node {event.get('leader')}, high "
-        f"watermark {event.get('high_watermark')})",
+        "isr": isr_text(event),
+        "kill-follower": f"follower node {event.get('node')} killed (the leader is node "
+        f"{event.get('leader')})",
+        "wipe-partition": f"node {event.get('node')}'s copy of {event.get('partition')} "
+        "deleted while it is down (a lost disk)",
+        "node-ready": f"node {event.get('node')} is back and registered",
+        "restart-failed": f"node {event.get('node')} did not come back: {event.get('error')}",
+        "elr": elr_text(event),
+        "broker-log": f"node {event.get('node')} logged: {event.get('line')}",
         "pause-follower": f"follower node {event.get('node')} frozen (the leader is node "
         f"{event.get('leader')}; the controller, node {event.get('controller')}, runs on)",
         "resume-nodes": f"node(s) {nodes} resumed",
@@ -132,6 +139,26 @@ def nemesis_text(event: dict[str, Any]) -> str:
         f"({event.get('point')}): the clients finished first",
     }
     return words.get(str(kind), f"{kind} {target or ''}".strip())
+
+
+def isr_text(event: dict[str, Any]) -> str:
+    if (event.get("leader") or 0) < 0:
+        return f"no leader: the partition is offline (ISR {event.get('isr')})"
+    hw = event.get("high_watermark")
+    return (
+        f"ISR now {event.get('isr')} (leader node {event.get('leader')}, high watermark "
+        f"{'not read' if hw is None else hw})"
+    )
+
+
+def elr_text(event: dict[str, Any]) -> str:
+    """The replica sets Kafka's topic tool read: leader, ISR, ELR, last known leader."""
+    leader = event.get("leader")
+    who = f"leader node {leader}" if (leader or 0) >= 0 else "no leader"
+    return (
+        f"kafka-topics --describe: {who}, ISR {event.get('isr')}, ELR {event.get('elr')}, "
+        f"last known ELR {event.get('last_known_elr')}"
+    )
 
 
 def drop_rule_text(event: dict[str, Any]) -> str:

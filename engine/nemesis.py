@@ -13,6 +13,7 @@ is always a little late, so counting them here would let the signal land further
 
 from __future__ import annotations
 
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -20,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engine.cluster.base import Cluster
-from engine.errors import UnsupportedFaultError
+from engine.errors import LabError, UnsupportedFaultError
 from engine.failpoints import FailPoint, wait_stopped
 from engine.history import HistoryWriter
 from engine.kafka import admin
@@ -39,6 +40,8 @@ class NemesisContext:
     replace: Callable[[str, Fault], None]  # start a replacement instance of a role
     history: HistoryWriter
     started_at: float = field(default_factory=time.time)
+    # Called after every fault on a node, so that a watcher reads the partition again.
+    node_changed: Callable[[], None] = lambda: None
 
 
 PROXY_FAULTS = ("drop-produce-response", "blackhole", "latency", "reset-connections")
@@ -47,7 +50,15 @@ PROXY_FAULTS = ("drop-produce-response", "blackhole", "latency", "reset-connecti
 # (drops aimed at one level's client ids, crashes and pauses of its own processes) stay
 # inside the level that suffers them.
 BROKER_FAULTS = frozenset(
-    {"kill-leader", "pause-followers", "pause-follower", "resume-nodes", "restart-nodes"}
+    {
+        "kill-leader",
+        "kill-follower",
+        "wipe-partition",
+        "pause-followers",
+        "pause-follower",
+        "resume-nodes",
+        "restart-nodes",
+    }
 )
 PROXY_WIDE_FAULTS = frozenset({"blackhole", "latency", "reset-connections"})
 
@@ -102,10 +113,18 @@ class Nemesis:
         # Processes this nemesis froze and has not woken yet: a `resume` fault or heal() wakes
         # them (the live-instance look-up skips frozen processes, so it cannot find them).
         self.frozen: list[RoleProcess] = []
+        # The node each of kill-leader and kill-follower took down, for a targeted restart.
+        self.node_roles: dict[str, int] = {}
+        self.restarting: list[threading.Thread] = []
+        self._record_lock = threading.Lock()  # restarts record from their own threads
 
     @property
     def done(self) -> bool:
-        return not self.pending and not self.timed_resumes
+        return (
+            not self.pending
+            and not self.timed_resumes
+            and not any(t.is_alive() for t in self.restarting)
+        )
 
     def observe(self, events: list[dict[str, Any]]) -> None:
         for event in events:
@@ -159,7 +178,8 @@ class Nemesis:
         return self.counts[(when.process or "", when.event or "")] >= when.count
 
     def record(self, kind: str, **attrs: Any) -> None:
-        self.ctx.history.write("nemesis", kind=kind, **attrs)
+        with self._record_lock:
+            self.ctx.history.write("nemesis", kind=kind, **attrs)
 
     def fire(self, fault: Fault) -> None:
         proxy = self.ctx.cluster.proxy_control()
@@ -214,7 +234,12 @@ class Nemesis:
             leader = self.ctx.cluster.leader_of(self.ctx.topic)
             self.ctx.cluster.kill_node(leader)
             self.killed_nodes.add(leader)
+            self.node_roles["leader"] = leader
             self.record(kind, node=leader)
+        elif kind == "kill-follower":
+            self._kill_one_follower()
+        elif kind == "wipe-partition":
+            self._wipe_partition(fault)
         elif kind == "pause-followers":
             leader = self.ctx.cluster.leader_of(self.ctx.topic)
             followers = [n for n in self.ctx.cluster.node_ids if n != leader]
@@ -229,11 +254,68 @@ class Nemesis:
                 self.ctx.cluster.resume_node(node)
             self.record(kind, nodes=sorted(self.paused_nodes))
             self.paused_nodes.clear()
+        elif kind == "restart-nodes" and fault.target is not None:
+            self._restart_in_background(fault.target)
         elif kind == "restart-nodes":
             for node in sorted(self.killed_nodes):
                 self.ctx.cluster.restart_node(node)
             self.record(kind, nodes=sorted(self.killed_nodes))
             self.killed_nodes.clear()
+        if kind in BROKER_FAULTS:
+            self.ctx.node_changed()
+
+    def _kill_one_follower(self) -> None:
+        """SIGKILL one follower of the topic's partition 0 (not the active controller)."""
+        cluster = self.ctx.cluster
+        leader = cluster.leader_of(self.ctx.topic)
+        view = admin.describe(cluster.direct_bootstrap)
+        replicas = admin.partition_replicas(cluster.direct_bootstrap, self.ctx.topic)
+        followers = [n for n in replicas if n != leader]
+        if not followers:
+            self.record("kill-follower-skipped", reason="the partition has no follower")
+            return
+        calm = [n for n in followers if n != view.controller_id]
+        node = (calm or followers)[0]
+        cluster.kill_node(node)
+        self.killed_nodes.add(node)
+        self.node_roles["follower"] = node
+        self.record("kill-follower", node=node, leader=leader, controller=view.controller_id)
+
+    def _wipe_partition(self, fault: Fault) -> None:
+        """Delete a killed node's copy of partition 0, as if its disk had been replaced."""
+        role = fault.target or "leader"
+        node = self.node_roles.get(role)
+        if node is None or node not in self.killed_nodes:
+            self.record("wipe-skipped", target=role, reason=f"no {role} node is down")
+            return
+        self.ctx.cluster.wipe_partition(node, self.ctx.topic, 0)
+        self.record("wipe-partition", node=node, target=role, partition=f"{self.ctx.topic}-0")
+
+    def _restart_in_background(self, role: str) -> None:
+        """Start the node that kill-<role> took down again, on its old disk, in a thread.
+
+        The run goes on watching the partition meanwhile: what the controller does while the
+        node registers (an election, or none) is part of the lesson.
+        """
+        node = self.node_roles.get(role)
+        if node is None or node not in self.killed_nodes:
+            self.record("restart-skipped", target=role, reason=f"no {role} node is down")
+            return
+        self.killed_nodes.discard(node)
+        self.record("restart-nodes", nodes=[node], target=role)
+
+        def restart() -> None:
+            try:
+                self.ctx.cluster.restart_node(node)
+            except LabError as exc:
+                self.record("restart-failed", node=node, error=str(exc))
+                return
+            self.record("node-ready", node=node)
+            self.ctx.node_changed()
+
+        thread = threading.Thread(target=restart, name=f"restart-node-{node}", daemon=True)
+        thread.start()
+        self.restarting.append(thread)
 
     def _pause_one_follower(self, fault: Fault) -> None:
         """SIGSTOP one follower of the topic's partition 0: not the active controller.
@@ -329,6 +411,8 @@ class Nemesis:
                 proxy.set_latency(0.0)
                 proxy.heal()
                 self.proxy_wide = False
+        for thread in self.restarting:  # a node starting: let it finish before healing
+            thread.join(timeout=90)
         for _, action in self.timed_resumes:
             action()
         self.timed_resumes.clear()

@@ -37,6 +37,12 @@ from engine.explain import broker_answers, explain, id_ranges
 from engine.failpoints import FailPoint
 from engine.history import HistoryWriter, Tail, merge
 from engine.kafka import admin
+from engine.kafka.elr import (
+    ElrWatch,
+    PartitionReplicas,
+    describe_partition,
+    replication_log_lines,
+)
 from engine.kafka.reader import PartitionWatch, open_transactions, read_topic
 from engine.levels import LEVELS, PROCESSOR_CONSUMER, Level
 from engine.nemesis import (
@@ -341,14 +347,24 @@ class LevelRun:
         deadline = self.started_at + self.scenario.timeout_s
         watch = (
             PartitionWatch(self.cluster.direct_bootstrap, self.judged_topic)
-            if self.scenario.watch_isr
+            if self.scenario.watch_isr or self.scenario.watch_elr
             else None
         )
+        elr_watch = None
+        if self.scenario.watch_elr:
+
+            def report(state: PartitionReplicas, at: float) -> None:
+                nemesis.record("elr", read_at=at, **state.to_json())
+
+            elr_watch = ElrWatch(self.cluster.direct_bootstrap, self.judged_topic, report)
+            nemesis.ctx.node_changed = elr_watch.poke
         try:
-            self._drive_loop(nemesis, tails, proxy_tail, deadline, watch)
+            self._drive_loop(nemesis, tails, proxy_tail, deadline, watch, elr_watch)
         finally:
             if watch is not None:
                 watch.close()
+            if elr_watch is not None:
+                elr_watch.close(final_read=False)
 
     def _drive_loop(
         self,
@@ -357,6 +373,7 @@ class LevelRun:
         proxy_tail: Tail | None,
         deadline: float,
         watch: PartitionWatch | None,
+        elr_watch: ElrWatch | None = None,
     ) -> None:
         next_watch = 0.0
         while True:
@@ -365,6 +382,8 @@ class LevelRun:
                 if (state := watch.changed()) is not None:
                     leader, isr, hw = state
                     nemesis.record("isr", leader=leader, isr=list(isr), high_watermark=hw)
+                    if elr_watch is not None:
+                        elr_watch.poke()
             for process in self.processes:
                 tail = tails.setdefault(process.history, Tail(process.history))
                 nemesis.observe(tail.read_new())
@@ -440,6 +459,8 @@ class LevelRun:
             # watermark may not have caught up with what the leader holds.
             progress(f"{self.level.title}: waiting until every replica is back in sync")
             in_sync = admin.wait_for_full_isr(direct, self.judged_topic, timeout=60.0)
+        if self.scenario.watch_elr:
+            self._record_replication_evidence()
         progress(f"{self.level.title}: waiting until no transaction is open on the topic")
         txn_timeout_s = (
             int(producer_config(self.scenario, self.level).get("transaction.timeout.ms", 60000))
@@ -502,6 +523,18 @@ class LevelRun:
             "open_transactions": open_txns,
             "explain": why.to_json(),
         }
+
+    def _record_replication_evidence(self) -> None:
+        """The partition's replica sets as the run ends, and what the brokers logged of its
+        unclean elections and truncations since the level started (their own lines)."""
+        state = describe_partition(self.cluster.direct_bootstrap, self.judged_topic)
+        if state is not None:
+            self.nemesis_history.write(
+                "nemesis", kind="elr", read_at=time.time(), final=True, **state.to_json()
+            )
+        logs = {n: self.cluster.node_log_since(n, self.started_at) for n in self.cluster.node_ids}
+        for node, line in replication_log_lines(logs, self.judged_topic):
+            self.nemesis_history.write("nemesis", kind="broker-log", node=node, line=line)
 
     def dedup_store(self) -> dict[str, Any] | None:
         """SQLite in the run folder, or the PostgreSQL that LAB_DEDUP_DSN names."""

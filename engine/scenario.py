@@ -62,6 +62,8 @@ FaultKind = Literal[
     "pause",
     "resume",
     "kill-leader",
+    "kill-follower",
+    "wipe-partition",
     "pause-followers",
     "pause-follower",
     "resume-nodes",
@@ -83,10 +85,15 @@ class Fault(_Strict):
     duration_s: Annotated[float, Field(gt=0, le=120)] | None = None
     then: Literal["flush", "reset"] = "flush"
     ms: Annotated[float, Field(ge=0, le=60_000)] | None = None
-    # crash / pause target, and what replaces a crashed or paused process
+    # crash / pause target, and what replaces a crashed or paused process. For
+    # restart-nodes and wipe-partition: "leader" or "follower", the node that kill-leader or
+    # kill-follower took down (restart-nodes without a target restarts every killed node).
     target: str | None = None
     replace: bool = False
     resend_unacked: bool = True
+
+
+NODE_TARGETS = ("leader", "follower")
 
 
 class AutoCommit(_Strict):
@@ -119,6 +126,10 @@ class Scenario(_Strict):
     replicas_avoid_controller: bool = False
     # Record the judged partition's leader, ISR and high watermark whenever they change.
     watch_isr: bool = False
+    # Also read its eligible leader replicas (ELR) and last known leader whenever a node
+    # fault or an ISR change may have moved them, with Kafka's topic tool (a JVM per read),
+    # and collect the brokers' log lines on its unclean elections and truncations.
+    watch_elr: bool = False
     # What this file's own settings give (exact where the faults are exact).
     expect: dict[str, dict[str, str]] = Field(default_factory=dict)
     # What must show, at any setting the pages offer, for the lesson to be made (bounds such
@@ -232,6 +243,13 @@ class Scenario(_Strict):
                 raise ValueError(
                     f"auto_commit replaces the level's commit, and {', '.join(transactional)} "
                     "commits inside its transaction: leave it out of `levels`"
+                )
+        for fault in self.faults:
+            node_fault = fault.kind in ("restart-nodes", "wipe-partition")
+            if node_fault and fault.target not in (None, *NODE_TARGETS):
+                raise ValueError(
+                    f"{fault.kind} takes target: leader or target: follower (the node that "
+                    f"kill-leader or kill-follower took down), not '{fault.target}'"
                 )
         for level in self.producer_overrides:
             if level not in self.levels:

@@ -474,12 +474,14 @@ def fault_bands(result: dict[str, Any], start: float) -> list[dict[str, Any]]:
             continue
         if kind in ("rules_cleared", "latency_set", "drop-produce-response", "connection_reset"):
             continue  # set-up and clean-up, or the consequence of a drop already shown
+        if kind in ("elr", "broker-log"):
+            continue  # evidence read from Kafka's tools and logs, listed with the evidence
         duration = float(fault.get("duration_s") or 0.05)
         label = {
             "produce_response_dropped": "ack dropped",
             "produce_request_dropped": "request lost",
         }.get(kind) or (nemesis_text(fault) if fault.get("source") != "proxy" else kind)
-        colour = "#c62828" if kind in ("crash", "kill-leader") else "#ef6c00"
+        colour = "#c62828" if kind in ("crash", "kill-leader", "kill-follower") else "#ef6c00"
         bands.append({"x0": t, "x1": t + duration, "label": label, "colour": colour})
     for target, t in paused_at.items():
         bands.append({"x0": t, "x1": t + 0.05, "label": f"{target} paused", "colour": "#f9a825"})

@@ -146,6 +146,15 @@ class Cluster(ABC):
     def restart_node(self, node_id: int, timeout: float = 60.0) -> None:
         raise self._no_broker_faults("restart")
 
+    def wipe_partition(self, node_id: int, topic: str, partition: int) -> None:
+        """Delete a stopped node's copy of one partition: its disk lost, the node kept."""
+        raise self._no_broker_faults("wipe a partition's data on")
+
+    def node_log_since(self, node_id: int, since: float) -> list[str]:
+        """The node's own log lines written at or after `since` (epoch seconds); [] if the
+        backend cannot read them."""
+        return []
+
     def _no_broker_faults(self, what: str) -> UnsupportedFaultError:
         return UnsupportedFaultError(
             f"Cannot {what} a node on the {self.backend} backend: the lab does not own its "

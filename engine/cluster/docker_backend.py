@@ -655,6 +655,14 @@ class DockerCluster(Cluster):
                     f"`docker logs {container.name}`."
                 )
 
+    def node_log_since(self, node_id: int, since: float) -> list[str]:
+        """The container's log (the broker's stdout) from `since` on."""
+        try:
+            raw = self.container(node_id).logs(since=int(since))
+        except (docker.errors.DockerException, requests.RequestException, ClusterError):
+            return []
+        return raw.decode(errors="replace").splitlines()
+
     def _last_error(self, container: Container) -> str:
         try:
             raw = container.logs(tail=200)

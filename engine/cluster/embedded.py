@@ -28,6 +28,7 @@ import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -80,6 +81,21 @@ class EmbeddedNode:
     @property
     def log_file(self) -> Path:
         return Path(self.dir) / "server.log"
+
+
+def log_lines_since(lines: list[str], since: float) -> list[str]:
+    """The lines from the first one stamped at or after `since`, by log4j's "[%d]" prefix
+    (local time, milliseconds after a comma). Unstamped lines go with the line before."""
+    for index, line in enumerate(lines):
+        if not line.startswith("[") or len(line) < 25:
+            continue
+        try:
+            stamp = datetime.strptime(line[1:24], "%Y-%m-%d %H:%M:%S,%f").timestamp()
+        except ValueError:
+            continue
+        if stamp >= since:
+            return lines[index:]
+    return []
 
 
 def new_cluster_id() -> str:
@@ -524,7 +540,43 @@ class EmbeddedCluster(Cluster):
         log4j = self.root / "log4j2.properties"
         self._spawn_node(java, jars.kafka_classpath(), log4j, node)
         self._save()
+        started = time.monotonic()
         self._wait_ready({node_id}, timeout)
+        # The others' metadata may still list the node from before its death (with the
+        # metadata quorum down they cannot learn otherwise): ready is when it answers itself.
+        try:
+            admin.wait_for_brokers(
+                f"{LOOPBACK}:{node.direct_port}",
+                {node_id},
+                timeout=max(5.0, timeout - (time.monotonic() - started)),
+            )
+        except TimeoutError as exc:
+            raise ClusterError(
+                f"Node {node_id} did not answer on its own port after its restart ({exc}). "
+                f"Its log: {node.log_file}"
+            ) from exc
+
+    def wipe_partition(self, node_id: int, topic: str, partition: int) -> None:
+        """Delete the partition's directory on a node that is down, as a lost disk would.
+
+        The node's other data (its metadata log, meta.properties) stays, so it comes back as
+        the same broker with no copy of this partition.
+        """
+        node = self.node(node_id)
+        if node.pid and pid_alive(node.pid):
+            raise ClusterError(
+                f"Node {node_id} is running; its data can only be wiped while it is down."
+            )
+        shutil.rmtree(node.data_dir / f"{topic}-{partition}", ignore_errors=True)
+
+    def node_log_since(self, node_id: int, since: float) -> list[str]:
+        """Lines of the node's server.log stamped at or after `since` (log4j's local time)."""
+        path = self.node(node_id).log_file
+        try:
+            lines = path.read_text(errors="replace").splitlines()
+        except OSError:
+            return []
+        return log_lines_since(lines, since)
 
     def _require_alive(self, node_id: int) -> EmbeddedNode:
         node = self.node(node_id)

@@ -128,28 +128,49 @@ class PartitionWatch:
                 "bootstrap.servers": bootstrap,
                 "group.id": f"lab-watch-{secrets.token_hex(4)}",
                 "logger": admin.log,
+                # Refused connections to the nodes a run has killed are expected, not news.
+                "log_level": 2,
             }
         )
-        self._last: tuple[int, tuple[int, ...], int] | None = None
+        self._last: tuple[int, tuple[int, ...], int | None] | None = None
 
-    def sample(self) -> tuple[int, tuple[int, ...], int] | None:
-        """(leader, ISR, high watermark); None while the cluster does not answer."""
+    def sample(self) -> tuple[int, tuple[int, ...], int | None] | None:
+        """(leader, ISR, high watermark); None while the cluster does not answer.
+
+        A partition without a leader (-1) is offline: nobody can answer for its high
+        watermark, which is then None; so is one whose leader did not answer in time.
+        """
         try:
             md = admin.admin_client(self.bootstrap).list_topics(topic=self.topic, timeout=2)
             meta = md.topics[self.topic].partitions[self.partition]
-            tp = TopicPartition(self.topic, self.partition)
-            _, hw = self._consumer.get_watermark_offsets(tp, timeout=2, cached=False)
         except (KafkaException, KeyError):
             return None
+        if meta.leader < 0:
+            return meta.leader, tuple(sorted(meta.isrs)), None
+        try:
+            tp = TopicPartition(self.topic, self.partition)
+            _, hw = self._consumer.get_watermark_offsets(tp, timeout=2, cached=False)
+        except KafkaException:
+            # A new leader the consumer has not learnt of yet: the change still counts.
+            hw = None
         return meta.leader, tuple(sorted(meta.isrs)), hw
 
-    def changed(self) -> tuple[int, tuple[int, ...], int] | None:
-        """The state when the leader or the ISR changed since the last call (with the high
-        watermark of that moment); None otherwise. The high watermark alone moves with every
-        write, and is not a change worth a line."""
+    def changed(self) -> tuple[int, tuple[int, ...], int | None] | None:
+        """The state when the leader or the ISR changed since the last call, when the high
+        watermark went back (a log that lost records), or is read again after it could not
+        be; None otherwise. The high watermark moving on with every write is not a change
+        worth a line."""
         state = self.sample()
-        if state is None or (self._last is not None and state[:2] == self._last[:2]):
+        if state is None:
             return None
+        if self._last is not None and state[:2] == self._last[:2]:
+            before, now = self._last[2], state[2]
+            if now is None:
+                return None
+            if before is not None and now >= before:
+                self._last = state  # remember how far it got, to see it go back
+                return None
+            # It went back, or it is known again after a leader that had not answered.
         self._last = state
         return state
 

@@ -15,11 +15,15 @@ import pytest
 from engine import record
 from engine.runner import run_scenario
 from engine.scenario import list_scenarios, load_scenario
+from tests.integration.test_replication_truths import REPLICATION_SCENARIOS
 from tests.kafkatools import kcat_values
 
 pytestmark = pytest.mark.kafka
 
-SCENARIOS = list_scenarios()
+# Those of test_replication_truths run there, once, with their evidence checked too.
+SCENARIOS = {
+    name: path for name, path in list_scenarios().items() if name not in REPLICATION_SCENARIOS
+}
 
 
 def kcat_ids(bootstrap: str, topic: str, isolation: str) -> list[int]:

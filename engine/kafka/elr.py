@@ -1,0 +1,168 @@
+"""A partition's eligible leader replicas (ELR), read with Kafka's own topic tool.
+
+Kafka 4.1 keeps, besides the ISR, the replicas that may still be elected cleanly when the
+ISR is empty (KIP-966): the ELR, and the last known leader. The Python AdminClient does not
+return them, so the lab asks Kafka's own `kafka-topics.sh --describe` (TopicCommand, in the
+pinned jars), which reads them with DescribeTopicPartitions. One call starts a JVM (1 to 3 s),
+so a run asks only when something may have changed.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from engine.cluster import jars
+from engine.errors import LabError
+
+TOPIC_COMMAND = "org.apache.kafka.tools.TopicCommand"
+
+
+@dataclass(frozen=True)
+class PartitionReplicas:
+    """One partition's replica sets as the controller's metadata holds them."""
+
+    leader: int  # -1: no leader
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+    elr: tuple[int, ...]
+    last_known_elr: tuple[int, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()}
+
+
+def _ids(text: str) -> tuple[int, ...]:
+    return tuple(int(n) for n in text.split(",") if n.strip().lstrip("-").isdigit())
+
+
+def parse_describe(output: str, partition: int = 0) -> PartitionReplicas | None:
+    """The partition's line of `kafka-topics.sh --describe`, parsed; None if it is not there.
+
+    A line reads "Topic: t  Partition: 0  Leader: 1  Replicas: 1,2  Isr: 1  Elr: 2
+    LastKnownElr: " (tab-separated; "none" for no leader).
+    """
+    for line in output.splitlines():
+        fields = dict(re.findall(r"(\w+): ?([^\t]*)", line.strip()))
+        if fields.get("Partition", "").strip() != str(partition) or "Isr" not in fields:
+            continue
+        leader = fields.get("Leader", "").strip()
+        return PartitionReplicas(
+            leader=int(leader) if leader.lstrip("-").isdigit() else -1,
+            replicas=_ids(fields.get("Replicas", "")),
+            isr=_ids(fields.get("Isr", "")),
+            elr=_ids(fields.get("Elr", "")),
+            last_known_elr=_ids(fields.get("LastKnownElr", "")),
+        )
+    return None
+
+
+def describe_partition(
+    bootstrap: str, topic: str, partition: int = 0, timeout: float = 30.0
+) -> PartitionReplicas | None:
+    """Ask Kafka's topic tool for the partition's leader, ISR, ELR and last known ELR.
+
+    None when the tool found no such partition or no broker answered in time.
+    """
+    command = [
+        jars.find_java(),
+        "-Xmx128m",
+        "-XX:TieredStopAtLevel=1",  # a short-lived tool starts faster without C2
+        "-cp",
+        jars.kafka_classpath(),
+        TOPIC_COMMAND,
+        "--bootstrap-server",
+        bootstrap,
+        "--describe",
+        "--topic",
+        topic,
+    ]
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, check=False)
+    except subprocess.TimeoutExpired:
+        return None
+    return parse_describe(done.stdout, partition)
+
+
+class ElrWatch:
+    """Reads the partition's replica sets in a thread whenever poked (and every `every_s`),
+    and reports each change with the time the tool answered."""
+
+    def __init__(
+        self,
+        bootstrap: str,
+        topic: str,
+        report: Callable[[PartitionReplicas, float], None],
+        every_s: float = 5.0,
+    ) -> None:
+        self.bootstrap, self.topic, self.report, self.every_s = bootstrap, topic, report, every_s
+        self._poke = threading.Event()
+        self._stop = threading.Event()
+        self._last: PartitionReplicas | None = None
+        self._thread = threading.Thread(target=self._loop, name="elr-watch", daemon=True)
+        self._thread.start()
+
+    def poke(self) -> None:
+        """Something may have changed (a node fault, an ISR change): read again soon."""
+        self._poke.set()
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            try:
+                state = describe_partition(self.bootstrap, self.topic)
+            except LabError:  # no Java or no jars: the ELR cannot be read here
+                return
+            if state is not None and state != self._last:
+                self._last = state
+                self.report(state, time.time())
+            self._poke.wait(self.every_s)
+            self._poke.clear()
+
+    def close(self, final_read: bool = True) -> None:
+        """Stop, after one last read when asked (the state the run ends in)."""
+        self._stop.set()
+        self._poke.set()
+        self._thread.join(timeout=35)
+        if final_read:
+            state = describe_partition(self.bootstrap, self.topic)
+            if state is not None and state != self._last:
+                self._last = state
+                self.report(state, time.time())
+
+
+# What Kafka writes when a partition's leader is chosen from outside its ISR (every
+# controller logs it as it replays the metadata record), and when a replica cuts its log
+# back to match a leader. Kafka's own words, found in its log by the partition's name.
+UNCLEAN_WORDS = "UNCLEAN partition change"
+TRUNCATION_WORDS = "Truncating to offset"
+
+
+def replication_log_lines(
+    node_logs: dict[int, list[str]], topic: str, partition: int = 0, limit: int = 6
+) -> list[tuple[int, str]]:
+    """(node, line) for the partition's unclean elections and truncations, oldest first.
+
+    An unclean election shows once, from the controller that logged it first; a truncation
+    shows from the replica that cut its log. At most `limit` lines in all.
+    """
+    name = f"{topic}-{partition}"
+    unclean: dict[str, tuple[str, int, str]] = {}  # the change -> (stamp, node, line)
+    found: list[tuple[str, int, str]] = []
+    for node, lines in sorted(node_logs.items()):
+        for line in lines:
+            line = line.strip()
+            if name not in line:
+                continue
+            if UNCLEAN_WORDS in line:
+                change = line.split(UNCLEAN_WORDS, 1)[1]
+                if change not in unclean or line[:25] < unclean[change][0]:
+                    unclean[change] = (line[:25], node, line)
+            elif TRUNCATION_WORDS in line:
+                found.append((line[:25], node, line))
+    found.extend(unclean.values())
+    return [(node, line) for _, node, line in sorted(found)[:limit]]

@@ -1,0 +1,84 @@
+"""When every replica of a partition dies: what Kafka does, checked on three real nodes.
+
+Each scenario runs once on the 3-node cluster. Its counts must equal kcat's reading of the
+same topic, and its evidence must come from Kafka: the leader and ISR from metadata, the
+eligible leader replicas from Kafka's topic tool, and the brokers' own log lines.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from typing import Any
+
+import pytest
+
+from engine.runner import run_scenario
+from engine.scenario import list_scenarios, load_scenario
+from tests.kafkatools import kcat_values
+
+pytestmark = pytest.mark.kafka
+
+REPLICATION_SCENARIOS = ("all-replicas-down", "unclean-election", "leader-disk-lost")
+
+
+def _run(name: str, cluster: Any) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    path = list_scenarios()[name]
+    scenario = load_scenario(path)
+    output = run_scenario(scenario, cluster, source_text=path.read_text())
+    result = output["results"]["at-least-once"]
+    # The counts equal an independent client's reading of the same topic.
+    ids = [json.loads(v)["id"] for v in kcat_values(cluster.direct_bootstrap, result["sink_topic"])]
+    assert result["delivered"] == len(Counter(ids))
+    assert result["duplicates"] == len(ids) - len(Counter(ids))
+    assert result["lost"] == scenario.workload.messages - len(Counter(ids))
+    assert not scenario.unmet_expectations(output["results"]), name
+    return result, result["faults"]
+
+
+def _kinds(faults: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
+    return [f for f in faults if f.get("kind") == kind and f.get("source") != "proxy"]
+
+
+def test_with_unclean_election_off_the_partition_waits_offline_for_its_last_leader(cluster3):
+    result, faults = _run("all-replicas-down", cluster3)
+    leader = _kinds(faults, "kill-leader")[0]["node"]
+    follower_back = _kinds(faults, "node-ready")[0]
+    assert follower_back["node"] == _kinds(faults, "kill-follower")[0]["node"]
+    # After the follower was back, the cluster reported the partition without a leader...
+    offline = [f for f in _kinds(faults, "isr") if f["leader"] == -1]
+    assert offline and offline[0]["t"] > follower_back["t"]
+    # ...and Kafka's tool named the dead leader as the one that may lead it again.
+    assert any(leader in f["elr"] or leader in f["last_known_elr"] for f in _kinds(faults, "elr"))
+    # It did: nothing acknowledged was lost.
+    assert result["lost"] == 0 and result["acked"] == 20
+
+
+def test_with_unclean_election_on_the_stale_follower_leads_and_acknowledged_data_is_lost(cluster3):
+    result, faults = _run("unclean-election", cluster3)
+    leader = _kinds(faults, "kill-leader")[0]["node"]
+    follower = _kinds(faults, "kill-follower")[0]["node"]
+    alone = [f for f in _kinds(faults, "isr") if f["isr"] == [leader]]
+    assert alone, "the leader was never alone in the ISR"
+    # The cluster's metadata, or Kafka's topic tool, reported the follower leading.
+    assert any(f["leader"] == follower for f in _kinds(faults, "isr") + _kinds(faults, "elr"))
+    lines = [(f["node"], f["line"]) for f in _kinds(faults, "broker-log")]
+    assert any(f"leader: {leader} -> {follower}" in line and "UNCLEAN" in line for _, line in lines)
+    # The old leader cut its own log back to the new leader's when it returned.
+    assert any(node == leader and "Truncating to offset" in line for node, line in lines)
+    assert result["lost"] >= 1 and result["acked"] == 20
+    assert "unclean leader election" in " ".join(result["explain"]["why"])
+
+
+def test_a_last_leader_back_with_an_empty_disk_leads_and_the_follower_truncates_to_it(cluster3):
+    result, faults = _run("leader-disk-lost", cluster3)
+    leader = _kinds(faults, "kill-leader")[0]["node"]
+    follower = _kinds(faults, "kill-follower")[0]["node"]
+    assert _kinds(faults, "wipe-partition")[0]["node"] == leader
+    # The cluster reported the high watermark back at 0 under the same leader.
+    went_back = [f for f in _kinds(faults, "isr")[1:] if f["high_watermark"] == 0]
+    assert any(f["leader"] == leader for f in went_back)
+    lines = [(f["node"], f["line"]) for f in _kinds(faults, "broker-log")]
+    assert any(node == follower and "Truncating to offset 0" in line for node, line in lines)
+    # Every acknowledged message is gone, the ones both replicas held included.
+    assert result["lost"] == 20 and result["acked"] == 20
