@@ -36,3 +36,21 @@ def test_the_consumer_crash_step_checks_the_duplicates_it_claims():
     assert step.check.field == "duplicates"
     assert step.check.holds({"at-least-once": {"duplicates": 0}}) is False
     assert step.check.holds({"at-least-once": {"duplicates": 5}}) is True
+
+
+def test_every_lesson_step_checks_a_level_its_scenario_runs_and_teaches():
+    """A step's check names a level the scenario runs, and a count its `teaches` block
+    bounds, so a run that makes the scenario's lesson can confirm the step."""
+    from engine.lesson import list_lessons, load_lesson
+    from engine.scenario import list_scenarios, load_scenario
+
+    scenarios = list_scenarios()
+    for name, path in list_lessons().items():
+        lesson = load_lesson(path)
+        assert sum(step.minutes for step in lesson.steps) <= lesson.minutes, name
+        for step in lesson.steps:
+            scenario = load_scenario(scenarios[step.scenario])
+            assert step.check.level in scenario.levels, (name, step.scenario)
+            assert step.check.field in scenario.teaches.get(step.check.level, {}) or (
+                step.check.field in scenario.expect.get(step.check.level, {})
+            ), (name, step.scenario, step.check.field)
