@@ -352,8 +352,25 @@ def broker_answers(faults: Sequence[dict[str, Any]]) -> list[str]:
             f"Node {node} answered {which} with {error}, after "
             f"{first.get('waited_ms'):g} ms for the first (seen by the fault proxy; the client "
             "retries such an error on its own, if its settings allow)."
+            + (f" {PRODUCE_ERROR_MEANING[error]}" if error in PRODUCE_ERROR_MEANING else "")
         )
     return out
+
+
+# What a Produce error says about the write, from Kafka's protocol documentation and the
+# broker's code paths (the error is answered before the append, or after it).
+PRODUCE_ERROR_MEANING = {
+    "NOT_ENOUGH_REPLICAS": "The leader checks min.insync.replicas before it appends: the "
+    "write was not stored.",
+    "NOT_ENOUGH_REPLICAS_AFTER_APPEND": "The write was appended, but the ISR shrank below "
+    "min.insync.replicas before it was replicated: a retry may store it twice.",
+    "REQUEST_TIMED_OUT": "The leader gave up waiting for the in-sync replicas, the write "
+    "already in its log: a retry may store it twice, after later writes.",
+    "NOT_LEADER_OR_FOLLOWER": "The node no longer leads the partition: a write it appended "
+    "but had not replicated is not committed, and is cut from its log when it follows the new "
+    "leader. The retry goes to the new leader, and stores the write once unless a follower "
+    "had copied it just before the move.",
+}
 
 
 def overtaken_sentence(duplicated: Sequence[Verdict], verdicts: Sequence[Verdict]) -> str:
@@ -477,6 +494,12 @@ def _nemesis_evidence(event: dict[str, Any], out: Explanation) -> None:
         )
     elif kind == "kill-leader":
         out.evidence.append(f"The leader, node {event.get('node')}, was killed (SIGKILL).")
+    elif kind == "stop-leader":
+        out.evidence.append(
+            f"The leader, node {event.get('node')}, was shut down cleanly (SIGTERM): a "
+            "broker that stops cleanly asks the controller to move its partitions' leadership "
+            "to an in-sync replica first."
+        )
     elif kind == "wipe-partition":
         out.evidence.append(
             f"While node {event.get('node')} was down, its copy of {event.get('partition')} was "

@@ -121,6 +121,8 @@ def nemesis_text(event: dict[str, Any]) -> str:
         f"{event.get('leader')})",
         "pause-followers": f"follower node(s) {nodes} frozen",
         "isr": isr_text(event),
+        "stop-leader": f"broker node {event.get('node')} shut down cleanly (SIGTERM; the leader)",
+        "node-stopped": f"node {event.get('node')} has stopped",
         "kill-follower": f"follower node {event.get('node')} killed (the leader is node "
         f"{event.get('leader')})",
         "wipe-partition": f"node {event.get('node')}'s copy of {event.get('partition')} "

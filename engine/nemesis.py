@@ -53,6 +53,7 @@ BROKER_FAULTS = frozenset(
     {
         "kill-leader",
         "kill-follower",
+        "stop-leader",
         "wipe-partition",
         "pause-followers",
         "pause-follower",
@@ -236,6 +237,13 @@ class Nemesis:
             self.killed_nodes.add(leader)
             self.node_roles["leader"] = leader
             self.record(kind, node=leader)
+        elif kind == "stop-leader":
+            leader = self.ctx.cluster.leader_of(self.ctx.topic)
+            self.record(kind, node=leader, signal="SIGTERM")
+            self.ctx.cluster.stop_node(leader)
+            self.killed_nodes.add(leader)
+            self.node_roles["leader"] = leader
+            self.record("node-stopped", node=leader)
         elif kind == "kill-follower":
             self._kill_one_follower()
         elif kind == "wipe-partition":

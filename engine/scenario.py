@@ -63,6 +63,7 @@ FaultKind = Literal[
     "resume",
     "kill-leader",
     "kill-follower",
+    "stop-leader",
     "wipe-partition",
     "pause-followers",
     "pause-follower",

@@ -137,6 +137,10 @@ class Cluster(ABC):
     def kill_node(self, node_id: int) -> None:
         raise self._no_broker_faults("kill")
 
+    def stop_node(self, node_id: int, timeout: float = 60.0) -> None:
+        """Shut a node down cleanly (SIGTERM): it hands its partitions' leadership over first."""
+        raise self._no_broker_faults("stop")
+
     def pause_node(self, node_id: int) -> None:
         raise self._no_broker_faults("pause")
 

@@ -727,6 +727,15 @@ class DockerCluster(Cluster):
             self._engine(f"kill {container.name}", container.kill)
         self._wait_status(container, lambda s: s not in ("running", "paused"), "stop", 30.0)
 
+    def stop_node(self, node_id: int, timeout: float = 60.0) -> None:
+        """`docker stop`: SIGTERM to the broker (a controlled shutdown), SIGKILL after
+        `timeout` seconds."""
+        container = self.container(node_id)
+        if self._status(container) not in ("running", "restarting"):
+            return
+        self._engine(f"stop {container.name}", lambda: container.stop(timeout=int(timeout)))
+        self._wait_status(container, lambda s: s not in ("running", "paused"), "stop", 30.0)
+
     def pause_node(self, node_id: int) -> None:
         """Freeze the node (cgroup freezer): its sockets stay open but it answers nothing."""
         container = self._require_up(node_id)

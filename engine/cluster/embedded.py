@@ -515,6 +515,20 @@ class EmbeddedCluster(Cluster):
         node.paused = False
         self._save()
 
+    def stop_node(self, node_id: int, timeout: float = 60.0) -> None:
+        """SIGTERM a node and wait for it to exit: a controlled shutdown, as a rolling restart
+        does. The broker asks the controller to move its partitions' leadership away first."""
+        node = self.node(node_id)
+        if node.pid and pid_alive(node.pid):
+            _signal_group(node.pid, signal.SIGTERM)
+            if not _wait_gone(node.pid, timeout=timeout):
+                raise ClusterError(
+                    f"Node {node_id} did not finish its clean shutdown within {timeout:.0f}s. "
+                    f"Its log: {node.log_file}"
+                )
+        node.paused = False
+        self._save()
+
     def pause_node(self, node_id: int) -> None:
         """SIGSTOP a node: it keeps its sockets open but answers nothing (a zombie broker)."""
         node = self._require_alive(node_id)

@@ -19,20 +19,31 @@ from tests.kafkatools import kcat_values
 
 pytestmark = pytest.mark.kafka
 
-REPLICATION_SCENARIOS = ("all-replicas-down", "unclean-election", "leader-disk-lost")
+REPLICATION_SCENARIOS = (
+    "all-replicas-down",
+    "unclean-election",
+    "leader-disk-lost",
+    "leader-moves",
+)
 
 
-def _run(name: str, cluster: Any) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def _run_levels(name: str, cluster: Any) -> dict[str, dict[str, Any]]:
     path = list_scenarios()[name]
     scenario = load_scenario(path)
     output = run_scenario(scenario, cluster, source_text=path.read_text())
-    result = output["results"]["at-least-once"]
-    # The counts equal an independent client's reading of the same topic.
-    ids = [json.loads(v)["id"] for v in kcat_values(cluster.direct_bootstrap, result["sink_topic"])]
-    assert result["delivered"] == len(Counter(ids))
-    assert result["duplicates"] == len(ids) - len(Counter(ids))
-    assert result["lost"] == scenario.workload.messages - len(Counter(ids))
+    for result in output["results"].values():
+        # The counts equal an independent client's reading of the same topic.
+        topic = result["sink_topic"]
+        ids = [json.loads(v)["id"] for v in kcat_values(cluster.direct_bootstrap, topic)]
+        assert result["delivered"] == len(Counter(ids))
+        assert result["duplicates"] == len(ids) - len(Counter(ids))
+        assert result["lost"] == scenario.workload.messages - len(Counter(ids))
     assert not scenario.unmet_expectations(output["results"]), name
+    return output["results"]
+
+
+def _run(name: str, cluster: Any) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    result = _run_levels(name, cluster)["at-least-once"]
     return result, result["faults"]
 
 
@@ -82,3 +93,24 @@ def test_a_last_leader_back_with_an_empty_disk_leads_and_the_follower_truncates_
     assert any(node == follower and "Truncating to offset 0" in line for node, line in lines)
     # Every acknowledged message is gone, the ones both replicas held included.
     assert result["lost"] == 20 and result["acked"] == 20
+
+
+def test_a_leader_that_shuts_down_cleanly_answers_not_leader_and_the_retry_stores_once(cluster3):
+    """NOT_LEADER_OR_FOLLOWER, beside retry-reorder's REQUEST_TIMED_OUT: what the old leader
+    had not replicated is not committed, so the retries store each write once and in order,
+    without idempotence too."""
+    for level, result in _run_levels("leader-moves", cluster3).items():
+        faults = result["faults"]
+        leader = _kinds(faults, "stop-leader")[0]["node"]
+        answers = [
+            f for f in faults if f.get("source") == "proxy" and f.get("kind") == "produce_error"
+        ]
+        assert answers and {a["error"] for a in answers} == {"NOT_LEADER_OR_FOLLOWER"}, level
+        assert all(a["node"] == leader for a in answers)
+        assert (result["lost"], result["reordered"]) == (0, 0), level
+        assert any(f["leader"] != leader for f in _kinds(faults, "isr")), level
+        # Truncation is logged only when the old leader held writes it had not replicated.
+        lines = [(f["node"], f["line"]) for f in _kinds(faults, "broker-log")]
+        assert all(node == leader for node, line in lines if "Truncating" in line)
+        evidence = " ".join(result["explain"]["evidence"])
+        assert "no longer leads the partition" in evidence
