@@ -174,6 +174,8 @@ def explain(
                 "transactional producer's epoch stops those)."
             )
 
+    if (stall := longest_lso_stall(history)) is not None:
+        out.evidence.append(stall)
     duplicated = [v for v in verdicts if v.copies > 1]
     if counts.duplicates and duplicated:
         ids = [v.id for v in duplicated]
@@ -275,6 +277,38 @@ def explain(
             "waits for the session timeout (6 s) before it reassigns them."
         )
     return out
+
+
+def longest_lso_stall(history: Sequence[dict[str, Any]]) -> str | None:
+    """The longest time the leader reported the LSO stuck behind the high watermark (an open
+    transaction), from the run's `offsets` readings; None under half a second."""
+    readings = [e for e in history if e.get("ev") == "nemesis" and e.get("kind") == "offsets"]
+    if not readings:
+        return None
+    best: tuple[float, dict[str, Any], float, int] | None = None
+    start: dict[str, Any] | None = None
+    top = 0
+    # A last reading that ends whatever stall is still running when the readings stop.
+    for reading in [*readings, {"t": readings[-1]["t"], "lso": None}]:
+        if start is not None and reading.get("lso") != start["lso"]:
+            waited = reading["t"] - start["t"]
+            if best is None or waited > best[0]:
+                best = (waited, start, reading["t"], top)
+            start = None
+        lso, hw = reading.get("lso"), reading.get("high_watermark")
+        if start is None and lso is not None and hw is not None and lso < hw:
+            start, top = reading, hw
+        elif start is not None and hw is not None:
+            top = max(top, hw)
+    if best is None or best[0] < 0.5:
+        return None
+    waited, first, _, top = best
+    return (
+        f"The leader reported the last stable offset at {first['lso']} for {waited:.1f} s "
+        f"while the high watermark stood at up to {top}: a transaction was open, and a "
+        f"read_committed reader got nothing from offset {first['lso']} on meanwhile (read "
+        "every 0.1 s with ListOffsets at both isolation levels)."
+    )
 
 
 def replication_loss_sentence(history: Sequence[dict[str, Any]]) -> str:

@@ -80,6 +80,8 @@ class LevelSnapshot:
 def fault_text(event: dict[str, Any]) -> str | None:
     """A history event that marks a fault, in words; None for ordinary traffic."""
     ev, proc = event.get("ev"), str(event.get("proc", ""))
+    if ev == "nemesis" and event.get("kind") == "offsets":
+        return offsets_text(event)
     if ev == "nemesis":
         return nemesis_text(event)
     if ev == "proxy":
@@ -141,6 +143,15 @@ def nemesis_text(event: dict[str, Any]) -> str:
         f"({event.get('point')}): the clients finished first",
     }
     return words.get(str(kind), f"{kind} {target or ''}".strip())
+
+
+def offsets_text(event: dict[str, Any]) -> str | None:
+    """The LSO and high watermark, in words, only while the LSO is behind: a transaction is
+    open, and read_committed readers wait at the LSO."""
+    lso, hw = event.get("lso"), event.get("high_watermark")
+    if lso is None or hw is None or lso >= hw:
+        return None
+    return f"LSO {lso}, high watermark {hw}: read_committed readers wait at offset {lso}"
 
 
 def isr_text(event: dict[str, Any]) -> str:

@@ -43,7 +43,7 @@ from engine.kafka.elr import (
     describe_partition,
     replication_log_lines,
 )
-from engine.kafka.reader import PartitionWatch, open_transactions, read_topic
+from engine.kafka.reader import PartitionWatch, StableOffsetWatch, open_transactions, read_topic
 from engine.levels import LEVELS, PROCESSOR_CONSUMER, Level
 from engine.nemesis import (
     Nemesis,
@@ -62,6 +62,8 @@ Progress = Callable[[str, float], None]  # (what is happening, fraction of the r
 # transaction.abort.timed.out.transaction.cleanup.interval.ms (10 s by default); 5 s more for
 # the abort's markers to be written.
 TXN_ABORT_SCAN_S = 15.0
+# How often a scenario with watch_offsets asks the leader for the LSO and high watermark.
+OFFSETS_EVERY_S = 0.1
 # How often a scenario with watch_isr asks the cluster for its partition's leader and ISR.
 WATCH_EVERY_S = 0.25
 
@@ -358,11 +360,18 @@ class LevelRun:
 
             elr_watch = ElrWatch(self.cluster.direct_bootstrap, self.judged_topic, report)
             nemesis.ctx.node_changed = elr_watch.poke
+        offsets = (
+            StableOffsetWatch(self.cluster.direct_bootstrap, self.judged_topic)
+            if self.scenario.watch_offsets
+            else None
+        )
         try:
-            self._drive_loop(nemesis, tails, proxy_tail, deadline, watch, elr_watch)
+            self._drive_loop(nemesis, tails, proxy_tail, deadline, watch, elr_watch, offsets)
         finally:
             if watch is not None:
                 watch.close()
+            if offsets is not None:
+                offsets.close()
             if elr_watch is not None:
                 elr_watch.close(final_read=False)
 
@@ -374,9 +383,14 @@ class LevelRun:
         deadline: float,
         watch: PartitionWatch | None,
         elr_watch: ElrWatch | None = None,
+        offsets: StableOffsetWatch | None = None,
     ) -> None:
-        next_watch = 0.0
+        next_watch = next_offsets = 0.0
         while True:
+            if offsets is not None and time.time() >= next_offsets:
+                next_offsets = time.time() + OFFSETS_EVERY_S
+                if (moved := offsets.changed()) is not None:
+                    nemesis.record("offsets", lso=moved[0], high_watermark=moved[1])
             if watch is not None and time.time() >= next_watch:
                 next_watch = time.time() + WATCH_EVERY_S
                 if (state := watch.changed()) is not None:

@@ -131,6 +131,9 @@ class Scenario(_Strict):
     # fault or an ISR change may have moved them, with Kafka's topic tool (a JVM per read),
     # and collect the brokers' log lines on its unclean elections and truncations.
     watch_elr: bool = False
+    # Record the judged partition's last stable offset and high watermark whenever either
+    # moves (read from its leader at both isolation levels), for the isolation view.
+    watch_offsets: bool = False
     # What this file's own settings give (exact where the faults are exact).
     expect: dict[str, dict[str, str]] = Field(default_factory=dict)
     # What must show, at any setting the pages offer, for the lesson to be made (bounds such

@@ -83,6 +83,56 @@ def recorded_isolation() -> None:
     if level not in with_txn:
         st.info("This level wrote no transactions, so both isolation levels read the same.")
     show_isolation(logs.isolation_from_run(run, level, partition))
+    readings = offsets_readings(run, level)
+    if readings:
+        st.subheader("The last stable offset and the high watermark during the run")
+        st.caption(
+            "Read from the partition's leader every 0.1 s while the run lasted (ListOffsets at "
+            "read_committed gives the LSO, at read_uncommitted the high watermark): read, not "
+            "inferred. Where the LSO stays below the high watermark, a transaction is open and "
+            "read_committed readers wait."
+        )
+        st.plotly_chart(offsets_figure(readings, run["levels"][level]["history"]))
+
+
+def offsets_readings(run: dict[str, Any], level: str) -> list[dict[str, Any]]:
+    """The run's own readings of the LSO and high watermark (scenarios with watch_offsets)."""
+    history = run["levels"][level].get("history") or []
+    return [e for e in history if e.get("ev") == "nemesis" and e.get("kind") == "offsets"]
+
+
+def offsets_figure(readings: list[dict[str, Any]], history: list[dict[str, Any]]) -> go.Figure:
+    """LSO and high watermark as steps over the run's seconds, with the nemesis's own acts."""
+    start = min(e["t"] for e in history)
+    fig = go.Figure()
+    for key, name, colour in (
+        ("high_watermark", "high watermark (read_uncommitted stops here)", "#1565c0"),
+        ("lso", "last stable offset (read_committed stops here)", "#2e7d32"),
+    ):
+        fig.add_trace(
+            go.Scatter(
+                x=[r["t"] - start for r in readings],
+                y=[r[key] for r in readings],
+                mode="lines+markers",
+                line={"shape": "hv", "color": colour, "width": 3},
+                name=name,
+            )
+        )
+    for event in history:
+        if event.get("ev") == "nemesis" and event.get("kind") in ("pause", "resume", "crash"):
+            fig.add_vline(
+                x=event["t"] - start,
+                line_dash="dot",
+                annotation_text=f"{event['kind']} {event.get('target', '')}".strip(),
+            )
+    fig.update_layout(
+        height=320,
+        margin={"l": 10, "r": 10, "t": 30, "b": 10},
+        xaxis={"title": "seconds since the level started"},
+        yaxis={"title": "offset"},
+        legend={"orientation": "h", "y": -0.3},
+    )
+    return fig
 
 
 def live_isolation(cluster: Cluster) -> None:

@@ -474,7 +474,7 @@ def fault_bands(result: dict[str, Any], start: float) -> list[dict[str, Any]]:
             continue
         if kind in ("rules_cleared", "latency_set", "drop-produce-response", "connection_reset"):
             continue  # set-up and clean-up, or the consequence of a drop already shown
-        if kind in ("elr", "broker-log"):
+        if kind in ("elr", "broker-log", "offsets"):
             continue  # evidence read from Kafka's tools and logs, listed with the evidence
         duration = float(fault.get("duration_s") or 0.05)
         label = {

@@ -176,3 +176,53 @@ class PartitionWatch:
 
     def close(self) -> None:
         self._consumer.close()
+
+
+class StableOffsetWatch:
+    """A partition's last stable offset (LSO) and high watermark, as its leader answers them.
+
+    ListOffsets for the latest offset answers the high watermark at read_uncommitted and the
+    LSO at read_committed (librdkafka asks at the consumer's isolation level): two consumers,
+    one of each, read them; nothing is inferred.
+    """
+
+    def __init__(self, bootstrap: str, topic: str, partition: int = 0) -> None:
+        self.tp = TopicPartition(topic, partition)
+        self._readers = {
+            isolation: Consumer(
+                {
+                    "bootstrap.servers": bootstrap,
+                    "group.id": f"lab-lso-{secrets.token_hex(4)}",
+                    "isolation.level": isolation,
+                    "logger": admin.log,
+                    "log_level": 2,
+                }
+            )
+            for isolation in ("read_committed", "read_uncommitted")
+        }
+        self._last: tuple[int, int] | None = None
+
+    def sample(self) -> tuple[int, int] | None:
+        """(LSO, high watermark); None while the leader does not answer."""
+        try:
+            _, lso = self._readers["read_committed"].get_watermark_offsets(
+                self.tp, timeout=2, cached=False
+            )
+            _, hw = self._readers["read_uncommitted"].get_watermark_offsets(
+                self.tp, timeout=2, cached=False
+            )
+        except KafkaException:
+            return None
+        return lso, hw
+
+    def changed(self) -> tuple[int, int] | None:
+        """(LSO, high watermark) when either moved since the last call; None otherwise."""
+        state = self.sample()
+        if state is None or state == self._last:
+            return None
+        self._last = state
+        return state
+
+    def close(self) -> None:
+        for reader in self._readers.values():
+            reader.close()

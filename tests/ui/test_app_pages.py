@@ -172,6 +172,33 @@ def test_log_views_page_opens_through_the_app_without_a_cluster(monkeypatch):
 
 
 @pytest.mark.kafka
+def test_isolation_view_charts_the_lso_waiting_during_a_transaction_timeout(
+    monkeypatch, tmp_path, cluster1
+):
+    """transaction-timeout reads the LSO and high watermark as they move; the recorded run's
+    isolation view draws them, and the evidence says how long the LSO stood still."""
+    from engine.runner import run_scenario
+
+    monkeypatch.setenv("LAB_RUNS_DIR", str(tmp_path))
+    monkeypatch.setenv("LAB_AUTOSTART", "0")
+    path = list_scenarios()["transaction-timeout"]
+    output = run_scenario(load_scenario(path), cluster1, source_text=path.read_text())
+    result = output["results"]["exactly-once"]
+    readings = [f for f in result["faults"] if f["kind"] == "offsets"]
+    # The LSO stood below the high watermark for seconds, then caught up with it.
+    assert any(r["lso"] < r["high_watermark"] for r in readings)
+    assert readings[-1]["lso"] == readings[-1]["high_watermark"]
+    stall = [e for e in result["explain"]["evidence"] if "last stable offset at" in e]
+    assert stall and float(stall[0].split(" for ")[1].split(" s ")[0]) >= 4.0
+
+    at = AppTest.from_file(APP, default_timeout=60).run()
+    at.switch_page("pages/log_views.py").run()
+    assert not at.exception
+    headers = [h.value for h in at.subheader]
+    assert "The last stable offset and the high watermark during the run" in headers
+
+
+@pytest.mark.kafka
 def test_zombie_page_shows_the_fencing_and_the_epoch_bump(monkeypatch, cluster1):
     monkeypatch.setenv("LAB_AUTOSTART", "1")
     register_current(cluster1)

@@ -122,3 +122,23 @@ def test_the_watch_reports_a_new_leader_or_isr_and_a_high_watermark_going_back()
         samples[8],
         None,
     ]
+
+
+def test_the_longest_lso_stall_is_told_from_the_readings() -> None:
+    from engine.explain import longest_lso_stall
+
+    def reading(t: float, lso: int, hw: int) -> dict:
+        return {"t": t, "ev": "nemesis", "kind": "offsets", "lso": lso, "high_watermark": hw}
+
+    history = [
+        reading(0.0, 0, 0),
+        reading(0.1, 0, 5),  # a short transaction
+        reading(0.2, 6, 6),
+        reading(1.0, 12, 16),  # the stalled one: 10 s at 12
+        reading(2.0, 12, 17),
+        reading(11.0, 18, 18),
+    ]
+    text = longest_lso_stall(history)
+    assert text is not None
+    assert "at 12 for 10.0 s" in text and "up to 17" in text
+    assert longest_lso_stall(history[:3]) is None  # under half a second
