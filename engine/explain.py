@@ -391,6 +391,43 @@ def broker_answers(faults: Sequence[dict[str, Any]]) -> list[str]:
     return out
 
 
+def lost_coordinator_messages(faults: Sequence[dict[str, Any]]) -> list[str]:
+    """What the fault proxy lost between a client and its group or transaction coordinator."""
+    words = {
+        "offset_commit_response_dropped": (
+            "The network lost the group coordinator's answer to the OffsetCommit request with "
+            "correlation id {cid}: the coordinator had handled the commit (it answered), and "
+            "the client never heard; the replacement's starting offset shows what it stored."
+        ),
+        "offset_commit_request_dropped": (
+            "The network lost the OffsetCommit request with correlation id {cid} before the "
+            "group coordinator saw it: nothing of it was stored."
+        ),
+        "end_txn_response_dropped": (
+            "The network lost the transaction coordinator's answer to the EndTxn request with "
+            "correlation id {cid}: the coordinator had handled the commit (it answered), and "
+            "the producer never heard."
+        ),
+        "end_txn_request_dropped": (
+            "The network lost the EndTxn request with correlation id {cid} before the "
+            "transaction coordinator saw it: the transaction stayed open."
+        ),
+    }
+    out = []
+    for fault in faults:
+        text = words.get(str(fault.get("kind"))) if fault.get("source") == "proxy" else None
+        if text is not None:
+            held = (
+                " The connection stalled from there on, as TCP does behind a lost segment, "
+                "until the client would give up on it (socket.timeout.ms)."
+                # A lost request always stalls its connection (engine/proxy/server.py).
+                if fault.get("after") == "hold" or str(fault["kind"]).endswith("request_dropped")
+                else ""
+            )
+            out.append(text.format(cid=fault.get("correlation_id")) + held)
+    return out
+
+
 # What a Produce error says about the write, from Kafka's protocol documentation and the
 # broker's code paths (the error is answered before the append, or after it).
 PRODUCE_ERROR_MEANING = {

@@ -28,6 +28,10 @@ PROCESS_FILE = re.compile(r"(producer|processor|sink|source|nemesis)(-\d+)?\.jso
 PROXY_WORDS = {
     "produce_response_dropped": "ack of a Produce request dropped",
     "produce_request_dropped": "Produce request dropped before the broker",
+    "offset_commit_response_dropped": "answer to an OffsetCommit dropped",
+    "offset_commit_request_dropped": "OffsetCommit request dropped before the coordinator",
+    "end_txn_response_dropped": "answer to an EndTxn dropped",
+    "end_txn_request_dropped": "EndTxn request dropped before the coordinator",
 }
 
 
@@ -44,7 +48,10 @@ def proxy_text(event: dict[str, Any]) -> str | None:
     reset = "; connection reset" if event.get("after") == "reset" else ""
     if kind == "produce_response_dropped":
         return f"ack of the Produce request with correlation id {cid} dropped{reset}"
-    return f"Produce request with correlation id {cid} dropped before the broker{reset}"
+    if kind == "produce_request_dropped":
+        return f"Produce request with correlation id {cid} dropped before the broker{reset}"
+    held = "; connection held" if event.get("after") == "hold" else reset
+    return f"{PROXY_WORDS[kind]} (correlation id {cid}){held}"
 
 
 @dataclass(frozen=True)
@@ -115,6 +122,7 @@ def nemesis_text(event: dict[str, Any]) -> str:
         "pause": f"{target} frozen (SIGSTOP){point}",
         "resume": f"{target} woke (SIGCONT)",
         "drop-produce-response": drop_rule_text(event),
+        "drop-response": drop_rule_text(event),
         "blackhole": f"network cut for {event.get('duration_s')} s (blackhole)",
         "latency": f"network latency set to {event.get('ms')} ms",
         "reset-connections": f"{event.get('connections')} connection(s) reset",
@@ -175,13 +183,19 @@ def elr_text(event: dict[str, Any]) -> str:
 
 
 def drop_rule_text(event: dict[str, Any]) -> str:
-    """The proxy rule the nemesis set: which of the target's Produce requests lose what."""
-    what = "the ack of" if event.get("drop", "response") == "response" else ""
+    """The proxy rule the nemesis set: which of the target's requests lose what."""
+    api = API_WORDS.get(str(event.get("api") or "produce"), "Produce")
+    what = "the answer to" if event.get("drop", "response") == "response" else ""
+    if api == "Produce" and what:
+        what = "the ack of"
     count = event.get("count") or 1
     which = f"#{event.get('nth') or 1}" + (f" and the {count - 1} after it" if count > 1 else "")
-    return f"proxy set to drop {what} {event.get('target')}'s Produce request {which}".replace(
+    return f"proxy set to drop {what} {event.get('target')}'s {api} request {which}".replace(
         "  ", " "
     )
+
+
+API_WORDS = {"produce": "Produce", "offset_commit": "OffsetCommit", "end_txn": "EndTxn"}
 
 
 @dataclass

@@ -44,7 +44,13 @@ class NemesisContext:
     node_changed: Callable[[], None] = lambda: None
 
 
-PROXY_FAULTS = ("drop-produce-response", "blackhole", "latency", "reset-connections")
+PROXY_FAULTS = (
+    "drop-produce-response",
+    "drop-response",
+    "blackhole",
+    "latency",
+    "reset-connections",
+)
 # Faults that reach beyond one level's own clients: the brokers, and the proxy as a whole.
 # A run with any of them runs its levels one at a time and has the cluster alone; the others
 # (drops aimed at one level's client ids, crashes and pauses of its own processes) stay
@@ -190,7 +196,7 @@ class Nemesis:
                 f"The fault '{kind}' needs the fault proxy, which the "
                 f"{self.ctx.cluster.backend} backend does not run."
             )
-        if kind == "drop-produce-response":
+        if kind in ("drop-produce-response", "drop-response"):
             target = fault.target or "producer"
             prefix = self.ctx.client_ids[target]
             rule = proxy.drop_produce_responses(
@@ -198,6 +204,7 @@ class Nemesis:
                 count=fault.count,
                 after=fault.after,
                 drop=fault.drop,
+                api=fault.api,
                 client_id_prefix=prefix,
             )
             self.proxy_rules.append(rule)
@@ -208,6 +215,7 @@ class Nemesis:
                 count=fault.count,
                 after=fault.after,
                 drop=fault.drop,
+                api=fault.api,
                 rule_id=rule,
             )
         elif kind == "blackhole":

@@ -33,7 +33,7 @@ from engine import paths, record
 from engine.checker import LevelCounts, Verdict, check, verdicts_to_rows
 from engine.cluster.base import Cluster
 from engine.errors import LabError
-from engine.explain import broker_answers, explain, id_ranges
+from engine.explain import broker_answers, explain, id_ranges, lost_coordinator_messages
 from engine.failpoints import FailPoint
 from engine.history import HistoryWriter, Tail, merge
 from engine.kafka import admin
@@ -507,6 +507,7 @@ class LevelRun:
         effects = self._effects(history)
         why = explain(self.level.name, self.scenario.pipeline, history, counts, verdicts)
         why.evidence += broker_answers(faults)
+        why.evidence += lost_coordinator_messages(faults)
         why.evidence += judging_caveats(still_open, verdicts, txn_timeout_s + TXN_ABORT_SCAN_S)
         if not in_sync:
             why.evidence.append(

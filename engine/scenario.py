@@ -55,6 +55,7 @@ class Trigger(_Strict):
 
 FaultKind = Literal[
     "drop-produce-response",
+    "drop-response",  # the same, for any `api`; the name reads better beside offset_commit
     "blackhole",
     "latency",
     "reset-connections",
@@ -82,6 +83,9 @@ class Fault(_Strict):
     after: Literal["reset", "hold"] = "reset"
     # What the network loses: the broker's response (the batch is stored) or the request.
     drop: Literal["response", "request"] = "response"
+    # Whose: a Produce request (the default), a consumer's OffsetCommit to its group
+    # coordinator, or a transactional producer's EndTxn (commit or abort) to its coordinator.
+    api: Literal["produce", "offset_commit", "end_txn"] = "produce"
     # blackhole / latency / pause
     duration_s: Annotated[float, Field(gt=0, le=120)] | None = None
     then: Literal["flush", "reset"] = "flush"

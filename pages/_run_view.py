@@ -472,7 +472,13 @@ def fault_bands(result: dict[str, Any], start: float) -> list[dict[str, Any]]:
                 }
             )
             continue
-        if kind in ("rules_cleared", "latency_set", "drop-produce-response", "connection_reset"):
+        if kind in (
+            "rules_cleared",
+            "latency_set",
+            "drop-produce-response",
+            "drop-response",
+            "connection_reset",
+        ):
             continue  # set-up and clean-up, or the consequence of a drop already shown
         if kind in ("elr", "broker-log", "offsets"):
             continue  # evidence read from Kafka's tools and logs, listed with the evidence
@@ -480,6 +486,10 @@ def fault_bands(result: dict[str, Any], start: float) -> list[dict[str, Any]]:
         label = {
             "produce_response_dropped": "ack dropped",
             "produce_request_dropped": "request lost",
+            "offset_commit_response_dropped": "OffsetCommit answer dropped",
+            "offset_commit_request_dropped": "OffsetCommit lost",
+            "end_txn_response_dropped": "EndTxn answer dropped",
+            "end_txn_request_dropped": "EndTxn lost",
         }.get(kind) or (nemesis_text(fault) if fault.get("source") != "proxy" else kind)
         colour = "#c62828" if kind in ("crash", "kill-leader", "kill-follower") else "#ef6c00"
         bands.append({"x0": t, "x1": t + duration, "label": label, "colour": colour})

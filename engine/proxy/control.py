@@ -216,8 +216,12 @@ class ProxyControl:
         client_id_prefix: str | None = None,
         after: str = "reset",
         drop: str = "response",
+        api: str = "produce",
     ) -> int:
         """Add a drop rule; returns its rule_id. No targeting at all means nth=1.
+
+        api="offset_commit" or "end_txn" targets a consumer's OffsetCommit or a transactional
+        producer's EndTxn instead of Produce.
 
         drop="request" loses the Produce request itself instead of its response, and the
         connection stalls from it on, as TCP does behind a lost segment (nothing behind it is
@@ -225,6 +229,7 @@ class ProxyControl:
         """
         answer = self.request(
             "drop_produce_responses",
+            api=api,
             drop=drop,
             nth=nth,
             count=count,

@@ -13,6 +13,8 @@ SIZE = struct.Struct(">i")
 MAX_FRAME_SIZE = 100 * 1024 * 1024  # far above any sane Kafka message; catches garbage early
 
 PRODUCE = 0
+OFFSET_COMMIT = 8
+END_TXN = 26
 
 API_NAMES: dict[int, str] = {
     0: "Produce",

@@ -1,4 +1,7 @@
-"""Fault rules and their pure decision logic (no I/O): which Produce responses to drop."""
+"""Fault rules and their pure decision logic (no I/O): which responses (or requests) to drop.
+
+A rule targets one API: Produce (the default), OffsetCommit or EndTxn.
+"""
 
 from __future__ import annotations
 
@@ -12,6 +15,8 @@ AFTER_CHOICES = ("reset", "hold")
 # request itself (the broker never sees the batch; the client times it out and retries).
 DROP_CHOICES = ("response", "request")
 THEN_CHOICES = ("flush", "reset")
+# The requests a rule can target, by the names the rules and events use.
+API_CHOICES = ("produce", "offset_commit", "end_txn")
 
 
 class RuleError(ValueError):
@@ -30,6 +35,7 @@ class DropRule:
     created_ts: float
     after: str = "reset"
     drop: str = "response"
+    api: str = "produce"
     node: int | None = None
     client_id_prefix: str | None = None
     nth: int | None = None
@@ -57,6 +63,8 @@ class DropRule:
 
     def validate(self) -> None:
         """Raise RuleError unless the parameters describe exactly one sensible targeting."""
+        if self.api not in API_CHOICES:
+            raise RuleError(f"api must be one of {API_CHOICES}, got {self.api!r}")
         if self.drop not in DROP_CHOICES:
             raise RuleError(f"drop must be one of {DROP_CHOICES}, got {self.drop!r}")
         if self.after not in AFTER_CHOICES:
@@ -123,6 +131,7 @@ class DropRule:
             "mode": self.mode,
             "after": self.after,
             "drop": self.drop,
+            "api": self.api,
         }
         for key in (
             "node",
@@ -149,6 +158,7 @@ class DropRule:
 
 
 _PARAM_TYPES: dict[str, type] = {
+    "api": str,
     "after": str,
     "drop": str,
     "node": int,
@@ -222,10 +232,15 @@ class RuleSet:
         self.rules.clear()
         return n
 
-    def evaluate(self, node: int, client_id: str | None, now: float) -> DropRule | None:
-        """Let every rule count this request; return the first (lowest id) that drops it."""
+    def evaluate(
+        self, node: int, client_id: str | None, now: float, api: str = "produce"
+    ) -> DropRule | None:
+        """Let every rule of this API count this request; return the first (lowest id) that
+        drops it."""
         chosen: DropRule | None = None
         for rule in self.rules.values():
+            if rule.api != api:
+                continue
             if rule.decide(node, client_id, now) and chosen is None:
                 chosen = rule
         return chosen

@@ -29,6 +29,8 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from engine.proxy.framing import (
+    END_TXN,
+    OFFSET_COMMIT,
     PRODUCE,
     FrameError,
     FrameSplitter,
@@ -55,6 +57,10 @@ CHUNK = 64 * 1024
 QUEUE_FRAMES = 1024  # per direction; bounds memory when a writer is held back (latency)
 _LINGER_RST = struct.pack("ii", 1, 0)  # SO_LINGER on, timeout 0: close() sends RST
 BOOTSTRAP = -1  # the "node" of rewrite mode's bootstrap listener (clients use -1 there too)
+
+# Requests to a coordinator whose answer (or the request itself) a rule may lose, besides
+# Produce: a consumer's offset commit, and a transactional producer's commit or abort.
+COORDINATOR_APIS = {OFFSET_COMMIT: "offset_commit", END_TXN: "end_txn"}
 
 
 def log(msg: str) -> None:
@@ -324,6 +330,12 @@ class Connection:
         info = Inflight(
             header.correlation_id, header.api_key, header.api_version, header.client_id, now
         )
+        if header.api_key in COORDINATOR_APIS:
+            api = COORDINATOR_APIS[header.api_key]
+            info.drop_rule = self.proxy.rules.evaluate(self.node, header.client_id, now, api)
+            if info.drop_rule is not None and info.drop_rule.drop == "request":
+                self._drop_request(info)
+                return None  # never forwarded, never answered: the client times it out
         if header.api_key == PRODUCE:
             stats = self.proxy.stats[self.node]
             try:
@@ -354,7 +366,7 @@ class Connection:
         rule = info.drop_rule
         assert rule is not None
         self.proxy.events.emit(
-            "produce_request_dropped",
+            f"{rule.api}_request_dropped",
             self.node,
             **self._detail(),
             rule_id=rule.rule_id,
@@ -462,12 +474,13 @@ class Connection:
             "transactional_id": info.transactional_id,
             "request_ts": info.ts,
         }
-        self.proxy.events.emit("produce_response_dropped", self.node, **self._detail(), **detail)
+        event = f"{rule.api}_response_dropped"
+        self.proxy.events.emit(event, self.node, **self._detail(), **detail)
         cause = {"rule_id": rule.rule_id, "correlation_id": info.correlation_id}
         if rule.after == "hold":
             self.hold(**cause)
         else:
-            self.reset("produce_response_dropped", **cause)
+            self.reset(event, **cause)
 
 
 class Proxy:

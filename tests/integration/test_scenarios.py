@@ -15,14 +15,18 @@ import pytest
 from engine import record
 from engine.runner import run_scenario
 from engine.scenario import list_scenarios, load_scenario
+from tests.integration.test_lost_coordinator_answers import LOST_MESSAGE_SCENARIOS
 from tests.integration.test_replication_truths import REPLICATION_SCENARIOS
 from tests.kafkatools import kcat_values
 
 pytestmark = pytest.mark.kafka
 
-# Those of test_replication_truths run there, once, with their evidence checked too.
+# Those of test_replication_truths and test_lost_coordinator_answers run there, once, with
+# their evidence checked too.
 SCENARIOS = {
-    name: path for name, path in list_scenarios().items() if name not in REPLICATION_SCENARIOS
+    name: path
+    for name, path in list_scenarios().items()
+    if name not in REPLICATION_SCENARIOS and name not in LOST_MESSAGE_SCENARIOS
 }
 
 

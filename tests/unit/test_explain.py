@@ -225,8 +225,11 @@ def test_the_brokers_answers_are_said_once_per_error_and_node():
     assert broker_answers(faults) == [
         "Node 1 answered the Produce request with correlation id 6 with REQUEST_TIMED_OUT, "
         "after 3008.7 ms for the first (seen by the fault proxy; the client retries such an "
-        "error on its own, if its settings allow).",
+        "error on its own, if its settings allow). The leader gave up waiting for the in-sync "
+        "replicas, the write already in its log: a retry may store it twice, after later "
+        "writes.",
         "Node 1 answered 56 Produce requests (correlation ids 9 to 64) with "
         "NOT_ENOUGH_REPLICAS, after 2.5 ms for the first (seen by the fault proxy; the client "
-        "retries such an error on its own, if its settings allow).",
+        "retries such an error on its own, if its settings allow). The leader checks "
+        "min.insync.replicas before it appends: the write was not stored.",
     ]

@@ -1,0 +1,55 @@
+"""A lost answer is not a lost request: offset commits and transaction commits, on a broker.
+
+The fault proxy loses the group or transaction coordinator's answer (the coordinator has
+handled the request), or the request itself (it never has), and holds the connection as TCP
+would. The processor is killed while it waits, and where its replacement starts reading,
+the group's committed offset, shows which of the two happened. Counts equal kcat's.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+
+import pytest
+
+from engine import record
+from engine.runner import run_scenario
+from engine.scenario import list_scenarios, load_scenario
+from tests.kafkatools import kcat_values
+
+pytestmark = pytest.mark.kafka
+
+# scenario -> (the proxy's event, where the replacement starts, duplicates)
+LOST_MESSAGE_SCENARIOS = {
+    "commit-answer-lost": ("offset_commit_response_dropped", 10, 0),
+    "commit-request-lost": ("offset_commit_request_dropped", 5, 5),
+    "end-txn-answer-lost": ("end_txn_response_dropped", 10, 0),
+    "end-txn-request-lost": ("end_txn_request_dropped", 5, 0),
+}
+
+
+@pytest.mark.parametrize("name", sorted(LOST_MESSAGE_SCENARIOS))
+def test_the_replacement_starts_where_the_coordinator_says(name, cluster1):
+    event, start, duplicates = LOST_MESSAGE_SCENARIOS[name]
+    path = list_scenarios()[name]
+    scenario = load_scenario(path)
+    output = run_scenario(scenario, cluster1, source_text=path.read_text())
+    [(level, result)] = output["results"].items()
+    assert not scenario.unmet_expectations(output["results"]), name
+
+    ids = [
+        json.loads(v)["id"]
+        for v in kcat_values(
+            cluster1.direct_bootstrap, result["sink_topic"], isolation=result["isolation"]
+        )
+    ]
+    assert result["delivered"] == len(Counter(ids)) == scenario.workload.messages
+    assert result["duplicates"] == len(ids) - len(Counter(ids)) == duplicates
+
+    dropped = [f for f in result["faults"] if f.get("source") == "proxy" and f["kind"] == event]
+    assert len(dropped) == 1, [f["kind"] for f in result["faults"]]
+    history = record.load_run(output["run_id"])["levels"][level]["history"]
+    first_read = next(e for e in history if e["proc"] == "processor#2" and e["ev"] == "consumed")
+    assert first_read["offset"] == start
+    assert any("correlation id" in line for line in result["explain"]["evidence"])
