@@ -358,7 +358,7 @@ class LevelRun:
             def report(state: PartitionReplicas, at: float) -> None:
                 nemesis.record("elr", read_at=at, **state.to_json())
 
-            elr_watch = ElrWatch(self.cluster.direct_bootstrap, self.judged_topic, report)
+            elr_watch = ElrWatch(self.running_bootstrap, self.judged_topic, report)
             nemesis.ctx.node_changed = elr_watch.poke
         offsets = (
             StableOffsetWatch(self.cluster.direct_bootstrap, self.judged_topic)
@@ -538,6 +538,12 @@ class LevelRun:
             "open_transactions": open_txns,
             "explain": why.to_json(),
         }
+
+    def running_bootstrap(self) -> str:
+        """The direct addresses of the nodes running now (none frozen or down), or every
+        node's if none is known to run."""
+        running = [n.direct_address for n in self.cluster.nodes() if n.state == "running"]
+        return ",".join(running) or self.cluster.direct_bootstrap
 
     def _record_replication_evidence(self) -> None:
         """The partition's replica sets as the run ends, and what the brokers logged of its

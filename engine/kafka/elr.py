@@ -9,12 +9,16 @@ so a run asks only when something may have changed.
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
+import tempfile
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
 from engine.cluster import jars
@@ -62,6 +66,15 @@ def parse_describe(output: str, partition: int = 0) -> PartitionReplicas | None:
     return None
 
 
+def _tool_config() -> Path:
+    """The topic tool's client settings. A frozen broker accepts connections and answers
+    nothing: a request sent to it is given up after 2 s and sent elsewhere, instead of the
+    Java client's 30 s."""
+    path = Path(tempfile.gettempdir()) / f"lab-topic-tool-{os.getpid()}.properties"
+    path.write_text("request.timeout.ms=2000\ndefault.api.timeout.ms=8000\n")
+    return path
+
+
 def describe_partition(
     bootstrap: str, topic: str, partition: int = 0, timeout: float = 30.0
 ) -> PartitionReplicas | None:
@@ -81,6 +94,8 @@ def describe_partition(
         "--describe",
         "--topic",
         topic,
+        "--command-config",
+        str(_tool_config()),
     ]
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, check=False)
@@ -90,36 +105,52 @@ def describe_partition(
 
 
 class ElrWatch:
-    """Reads the partition's replica sets in a thread whenever poked (and every `every_s`),
-    and reports each change with the time the tool answered."""
+    """Reads the partition's replica sets whenever poked (and every `every_s`), and reports
+    each change with the time the tool answered.
+
+    A read can be slow: Kafka's tool may first try a broker that is frozen, and give that up
+    only after its request timeout. So a poke starts a new read beside one still under way
+    (two at most), and what each read finds is reported if it differs from the last report.
+    """
 
     def __init__(
         self,
-        bootstrap: str,
+        bootstrap: Callable[[], str],
         topic: str,
         report: Callable[[PartitionReplicas, float], None],
         every_s: float = 5.0,
     ) -> None:
+        """`bootstrap` is asked before every read, to name only the nodes running then."""
         self.bootstrap, self.topic, self.report, self.every_s = bootstrap, topic, report, every_s
         self._poke = threading.Event()
         self._stop = threading.Event()
+        self._lock = threading.Lock()
         self._last: PartitionReplicas | None = None
+        self._reads = ThreadPoolExecutor(max_workers=2, thread_name_prefix="elr-read")
+        self._under_way: list[Future[None]] = []
         self._thread = threading.Thread(target=self._loop, name="elr-watch", daemon=True)
         self._thread.start()
 
     def poke(self) -> None:
-        """Something may have changed (a node fault, an ISR change): read again soon."""
+        """Something may have changed (a node fault, an ISR change): read again now."""
         self._poke.set()
 
-    def _loop(self) -> None:
-        while not self._stop.is_set():
-            try:
-                state = describe_partition(self.bootstrap, self.topic)
-            except LabError:  # no Java or no jars: the ELR cannot be read here
-                return
+    def _read(self) -> None:
+        try:
+            state = describe_partition(self.bootstrap(), self.topic)
+        except LabError:  # no Java or no jars: the ELR cannot be read here
+            self._stop.set()
+            return
+        with self._lock:
             if state is not None and state != self._last:
                 self._last = state
                 self.report(state, time.time())
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            self._under_way = [f for f in self._under_way if not f.done()]
+            if len(self._under_way) < 2:
+                self._under_way.append(self._reads.submit(self._read))
             self._poke.wait(self.every_s)
             self._poke.clear()
 
@@ -127,12 +158,10 @@ class ElrWatch:
         """Stop, after one last read when asked (the state the run ends in)."""
         self._stop.set()
         self._poke.set()
-        self._thread.join(timeout=35)
+        self._thread.join(timeout=5)
+        self._reads.shutdown(wait=True, cancel_futures=True)
         if final_read:
-            state = describe_partition(self.bootstrap, self.topic)
-            if state is not None and state != self._last:
-                self._last = state
-                self.report(state, time.time())
+            self._read()
 
 
 # What Kafka writes when a partition's leader is chosen from outside its ISR (every
