@@ -113,7 +113,15 @@ lessons = list_lessons()
 if not lessons:
     st.error("No lesson files were found in lessons/.")
     st.stop()
-lesson_name = st.selectbox("Lesson", list(lessons), key="lesson_name")
+# The first class, the one every other builds on, unless the teacher picks another.
+FIRST_LESSON = "delivery-guarantees"
+names = list(lessons)
+lesson_name = st.selectbox(
+    "Lesson",
+    names,
+    index=names.index(FIRST_LESSON) if FIRST_LESSON in names else 0,
+    key="lesson_name",
+)
 try:
     lesson = load_lesson(lessons[lesson_name])
 except LabError as exc:
