@@ -258,8 +258,12 @@ def read_recorded(spark: SparkSession, run_id: str) -> tuple[DataFrame, DataFram
         topic = run["result"]["results"][level]["sink_topic"]
         stored = data["stored"]
         views = {"read_committed": stored["read_committed"]}
+        # judge() parses values from the read_uncommitted view, which holds every record
+        # of the read_committed one; unknown here, it is the read_committed view again.
         views["read_uncommitted"] = (
-            stored["at_level"] if stored["isolation"] == "read_uncommitted" else []
+            stored["at_level"]
+            if stored["isolation"] == "read_uncommitted"
+            else stored["read_committed"]
         )
         for isolation, records in views.items():
             for r in records:
@@ -336,34 +340,39 @@ def _positions_sql(levels: Sequence[LevelSpec]) -> str:
     Like engine.roles.common.parse_value, a value that is not a JSON object with an integer
     "id" is no message of the workload and counts for nothing. (Only fixed-width columns in
     the aggregation: a string would make it sort-based.)
+
+    Values are parsed from the read_uncommitted view only: read_committed shows the same
+    records minus the aborted ones, never one of its own (Kafka filters, it does not add),
+    so its rows carry only their positions. Parsing is the costliest step per record
+    (benchmarks/METRICS.md), and this halves it.
     """
     level = _sql_case("topic", {s.topic: s.level for s in levels})
     isolation = _sql_case("level", {s.level: s.isolation for s in levels})
     return f"""
 WITH views AS (
-    SELECT 'read_uncommitted' AS view, topic, `partition`, `offset`, value FROM {{uncommitted}}
-    UNION ALL
-    SELECT 'read_committed' AS view, topic, `partition`, `offset`, value FROM {{committed}}
-), parsed AS (
-    SELECT {level} AS level, view, `partition`, `offset`,
+    SELECT {level} AS level, TRUE AS in_uncommitted, `partition`, `offset`,
            CASE WHEN is_valid_utf8(CAST(value AS STRING))
                 THEN from_json(CAST(value AS STRING), 'id BIGINT, created_at DOUBLE') END AS v
-    FROM views
+    FROM {{uncommitted}}
+    UNION ALL
+    SELECT {level} AS level, FALSE AS in_uncommitted, `partition`, `offset`,
+           CAST(NULL AS STRUCT<id: BIGINT, created_at: DOUBLE>) AS v
+    FROM {{committed}}
 ), shuffled AS (
-    SELECT level, view, `partition`, `offset`, v.id AS id, v.created_at AS created_at
-    FROM parsed WHERE level IS NOT NULL AND v.id IS NOT NULL
+    SELECT level, in_uncommitted, `partition`, `offset`, v.id AS id, v.created_at AS created_at
+    FROM views WHERE level IS NOT NULL AND (v.id IS NOT NULL OR NOT in_uncommitted)
     DISTRIBUTE BY level, `partition`
 ), merged AS (
-    SELECT level, `partition`, `offset`, first(id) AS id, first(created_at) AS created_at,
-           max(view = 'read_uncommitted') AS read_uncommitted,
-           max(view = 'read_committed') AS read_committed
+    SELECT level, `partition`, `offset`, max(id) AS id, max(created_at) AS created_at,
+           max(in_uncommitted) AS read_uncommitted,
+           max(NOT in_uncommitted) AS read_committed
     FROM shuffled GROUP BY level, `partition`, `offset`
 ), marked AS (
     SELECT level, `partition`, `offset`, id, created_at,
            CASE WHEN {isolation} = 'read_uncommitted' THEN read_uncommitted
                 ELSE read_committed END AS stored,
            read_uncommitted, read_committed
-    FROM merged
+    FROM merged WHERE id IS NOT NULL
 )
 SELECT level, `partition`, `offset`, id, created_at, stored,
        stored AND NOT read_committed AS aborted,
@@ -383,7 +392,7 @@ def _facts_sql(producer_procs: Sequence[str], sink_proc: str, messages: int) -> 
     The largest id before a position only grows with the offset, so its minimum over an
     id's copies is its value at the first copy: the id is reordered there when that is
     larger than the id. Each history event is one row, plus one row per id named by a
-    producer's txn_abort or txn_commit (one scan of the history for both). History is
+    producer's txn_abort or txn_commit. History is
     time-ordered, so the checker's first (setdefault) of an event is the earliest.
     """
     producer = _sql_in("split(proc, '#')[0]", producer_procs)
@@ -402,27 +411,30 @@ WITH record_facts AS (
            sum(CAST(aborted AS BIGINT)) AS aborted,
            sum(CAST(hidden AS BIGINT)) AS hidden,
            coalesce(min(CASE WHEN stored THEN highest END) > id, FALSE) AS reordered,
-           CAST(NULL AS DOUBLE) AS t, CAST(NULL AS STRING) AS proc, CAST(NULL AS STRING) AS ev
+           CAST(NULL AS DOUBLE) AS t, FALSE AS by_producer, FALSE AS by_sink,
+           CAST(NULL AS STRING) AS ev
     FROM {{records}} GROUP BY level, `partition`, id
 ), history_facts AS (
-    SELECT level, e.id AS id, e.kind AS kind, CAST(NULL AS INT) AS `partition`,
+    -- Every event is a row; a producer's txn_abort / txn_commit adds one row per id it
+    -- names. Two plain scans: building an array per event to inline cost ten times more.
+    -- Who wrote an event is decided once per event, not in each aggregate below.
+    SELECT level, id, 'event' AS kind, CAST(NULL AS INT) AS `partition`,
            CAST(0 AS BIGINT) AS copies, CAST(NULL AS BIGINT) AS first_offset,
            CAST(NULL AS DOUBLE) AS first_created_at, CAST(0 AS BIGINT) AS aborted,
-           CAST(0 AS BIGINT) AS hidden, FALSE AS reordered,
-           t, coalesce(proc, '') AS proc, ev
+           CAST(0 AS BIGINT) AS hidden, FALSE AS reordered, t,
+           coalesce({producer}, FALSE) AS by_producer,
+           coalesce(proc = {_sql_str(sink_proc)}, FALSE) AS by_sink, ev
     FROM {{history}}
-    LATERAL VIEW inline(concat(
-        array(named_struct('kind', 'event', 'id', id)),
-        CASE WHEN {producer} AND ev IN ('txn_abort', 'txn_commit')
-             THEN coalesce(transform(ids, i -> named_struct('kind', 'txn', 'id', i)), array())
-             ELSE array() END
-    )) e
+    UNION ALL
+    SELECT level, txn_id, 'txn', NULL, 0, NULL, NULL, 0, 0, FALSE, t, TRUE, FALSE, ev
+    FROM {{history}} LATERAL VIEW explode(ids) named AS txn_id
+    WHERE {producer} AND ev IN ('txn_abort', 'txn_commit')
 ), rows AS (
     SELECT level, id, kind, `partition`, copies, first_offset, first_created_at, aborted,
-           hidden, reordered, t, proc, ev FROM record_facts
+           hidden, reordered, t, by_producer, by_sink, ev FROM record_facts
     UNION ALL
     SELECT level, id, kind, `partition`, copies, first_offset, first_created_at, aborted,
-           hidden, reordered, t, proc, ev FROM history_facts
+           hidden, reordered, t, by_producer, by_sink, ev FROM history_facts
 ), facts AS (
     SELECT level, id,
            sum(copies) AS copies,
@@ -433,10 +445,10 @@ WITH record_facts AS (
            sum(aborted) AS aborted_copies,
            max(reordered) AS reordered,
            sum(hidden) AS hidden_copies,
-           {first_t(f"{producer} AND ev = 'send'")} AS sent_at,
-           {first_t(f"{producer} AND ev = 'ack'")} AS acked_at,
-           coalesce(max({event} AND {producer} AND ev = 'fail'), FALSE) AS failed,
-           {first_t(f"proc = {_sql_str(sink_proc)} AND ev = 'consumed'")} AS consumed_at,
+           {first_t("by_producer AND ev = 'send'")} AS sent_at,
+           {first_t("by_producer AND ev = 'ack'")} AS acked_at,
+           coalesce(max({event} AND by_producer AND ev = 'fail'), FALSE) AS failed,
+           {first_t("by_sink AND ev = 'consumed'")} AS consumed_at,
            coalesce(max(kind = 'txn' AND ev = 'txn_abort'), FALSE)
                AND NOT coalesce(max(kind = 'txn' AND ev = 'txn_commit'), FALSE)
                AS aborted_by_design,
@@ -483,14 +495,22 @@ _COUNTS = (
 )
 
 
-def _summary_sql() -> str:
-    """Counts, the latency ranks the percentiles need and throughput per second, one job.
+def _summary_sql(ranks: str) -> str:
+    """Counts, the latency ranks the percentiles need and throughput per bucket, one job.
 
     Nearest rank, exactly as engine.checker.percentile: the value at rank
-    max(1, ceil(q / 100.0 * n)) of the sorted latencies, for q = 0..100. A row of rank r
-    is kept when some q maps to r; that q lies within one of floor(100 r / n) (the double
-    arithmetic is Python's, so the check is exact), so three candidates are tried per row.
-    The rank and per-bucket branches read one shuffle of the timed rows by level.
+    max(1, ceil(q / 100.0 * n)) of the sorted latencies, for q = 0..100.
+
+    ranks="sort" (runs of a class's size): the rows of each level are sorted in one task,
+    and a row of rank r is kept when some q maps to r; that q lies within one of
+    floor(100 r / n) (the double arithmetic is Python's, so the check is exact), so three
+    candidates are tried per row. The rank and per-bucket branches read one shuffle of the
+    timed rows by level.
+
+    ranks="histogram" (big runs): no sort and no shuffle of the rows; each level's latencies
+    are counted per _LATENCY_BUCKET instead, and _picks_sql, knowing from those counts which
+    bucket holds each wanted rank, sorts only those buckets' rows. Throughput per bucket
+    moves there too, since its width needs the level's window first.
     """
     ledger = "in_ledger"
     lat = "latency_ms"
@@ -517,6 +537,17 @@ def _summary_sql() -> str:
     }
     assert tuple(counts) == _COUNTS
     fields = ", ".join(f"{_sql_str(k)}, {v}" for k, v in counts.items())
+    summary = f"""
+SELECT 'counts' AS what, level, CAST(NULL AS BIGINT) AS key, CAST(NULL AS DOUBLE) AS value,
+       named_struct({fields}) AS counts
+FROM {{facts}} GROUP BY level
+"""
+    if ranks == "histogram":
+        return f"""{summary}
+UNION ALL
+SELECT 'h', level, {_LATENCY_BUCKET}, CAST(count(1) AS DOUBLE), NULL FROM {{facts}}
+WHERE {ledger} AND {lat} IS NOT NULL GROUP BY level, {_LATENCY_BUCKET}
+"""
 
     def rank_of(q: str) -> str:
         return f"greatest(1, ceil(CAST({q} AS DOUBLE) / 100.0D * CAST(n AS DOUBLE)))"
@@ -543,15 +574,90 @@ WITH timed AS (
         SELECT level, consumed_at, min(created_at) OVER (PARTITION BY level) AS start,
                max(consumed_at) OVER (PARTITION BY level) AS finish
         FROM timed)
-)
-SELECT 'counts' AS what, level, CAST(NULL AS BIGINT) AS key, CAST(NULL AS DOUBLE) AS value,
-       named_struct({fields}) AS counts
-FROM {{facts}} GROUP BY level
+){summary}
 UNION ALL
 SELECT 'rank', level, rn, {lat}, NULL FROM ranked WHERE {wanted}
 UNION ALL
 SELECT 'b', level, bucket, CAST(count(1) AS DOUBLE), NULL FROM buckets GROUP BY level, bucket
 """
+
+
+# A latency's bucket for ranks="histogram": about 256 buckets per factor e (0.4% wide), so
+# a level's latencies fall into a few thousand buckets whatever their range. It only has
+# to keep order (x <= y gives bucket(x) <= bucket(y)): Java's Math.log is semi-monotonic by
+# its contract (and Spark's ln calls StrictMath.log, which Math.log may be), and multiplying
+# by a positive constant and floor keep order. Zero is bucket 0, negatives mirror positives.
+_LATENCY_BUCKET = (
+    "(CASE WHEN latency_ms > 0 THEN 1099511627776 + CAST(floor(ln(latency_ms) * 256.0D) AS BIGINT)"
+    " WHEN latency_ms < 0 THEN -1099511627776 - CAST(floor(ln(-latency_ms) * 256.0D) AS BIGINT)"
+    " ELSE 0 END)"
+)
+
+
+def _double_sql(x: float) -> str:
+    """A Spark SQL literal of exactly the double `x` (repr round-trips; Java parses it back)."""
+    return f"CAST({_sql_str(repr(float(x)))} AS DOUBLE)"
+
+
+def _sql_ints(values: Iterable[int]) -> str:
+    return ", ".join(str(int(v)) for v in sorted(values))
+
+
+def _per_level(values: Mapping[str, str]) -> str:
+    """A CASE on `level` giving each level its SQL expression (NULL for any other)."""
+    if not values:
+        return "CAST(NULL AS DOUBLE)"
+    return f"CASE level {' '.join(f'WHEN {_sql_str(k)} THEN {v}' for k, v in values.items())} END"
+
+
+def _picks_sql(
+    picks: Mapping[str, Mapping[int, set[int]]], windows: Mapping[str, tuple[float, float]]
+) -> str:
+    """The second job of ranks="histogram": the wanted ranks and throughput per bucket.
+
+    `picks[level][bucket]` holds the ranks within the bucket that some q needs; only those
+    buckets' rows are sorted, each bucket on its own. `windows[level]` is (window_start,
+    bucket width) from the counts.
+    """
+    lat = "latency_ms"
+    wanted = (
+        " OR ".join(
+            f"(level = {_sql_str(level)} AND b = {bucket} AND rn IN ({_sql_ints(at)}))"
+            for level, buckets in picks.items()
+            for bucket, at in buckets.items()
+        )
+        or "FALSE"
+    )
+    chosen = (
+        " OR ".join(
+            f"(level = {_sql_str(level)} AND b IN ({_sql_ints(buckets)}))"
+            for level, buckets in picks.items()
+            if buckets
+        )
+        or "FALSE"
+    )
+    start = _per_level({level: _double_sql(s) for level, (s, _) in windows.items()})
+    width = _per_level({level: _double_sql(w) for level, (_, w) in windows.items()})
+    return f"""
+WITH timed AS (
+    SELECT level, {lat}, {_LATENCY_BUCKET} AS b, consumed_at FROM {{facts}}
+    WHERE in_ledger AND {lat} IS NOT NULL
+)
+SELECT 'rank' AS what, level, b AS key, rn, {lat} AS value FROM (
+    SELECT level, b, {lat}, row_number() OVER (PARTITION BY level, b ORDER BY {lat}) AS rn
+    FROM timed WHERE {chosen})
+WHERE {wanted}
+UNION ALL
+SELECT 'b', level, bucket, NULL, CAST(count(1) AS DOUBLE) FROM (
+    SELECT level, floor((consumed_at - ({start})) / ({width})) AS bucket FROM timed)
+GROUP BY level, bucket
+"""
+
+
+# Up to this many messages per level, ranks are found by sorting (one Spark job, the
+# fastest for a class's runs); above it, by counting per latency bucket (two jobs, no sort
+# of all rows, and no task that holds a whole level). benchmarks/METRICS.md.
+SORTED_RANKS_UP_TO = 250_000
 
 
 def judge(
@@ -564,6 +670,7 @@ def judge(
     producer_procs: Sequence[str] = PRODUCER_PROCS,
     sink_proc: str = SINK_PROC,
     uncommitted_known: Mapping[str, bool] | None = None,
+    ranks: str | None = None,
 ) -> Judged:
     """Judge every message of every level; the definitions are engine.checker's.
 
@@ -572,15 +679,31 @@ def judge(
     (level, t, proc, ev, id, ids). The ledger is ids 0..messages-1 for every level.
     The result's `facts` (one row per level and id that Kafka or the history names) and
     `records` (one per record position) stay cached until `Judged.release()`.
+    Every record of `committed` must also be in `uncommitted` (as Kafka's read_committed
+    view is in its read_uncommitted one): values are parsed from `uncommitted` only.
+    `ranks` ("sort" or "histogram", see _summary_sql) defaults by the run's size.
     """
     spark = uncommitted.sparkSession
-    records = _sql(
-        spark, _positions_sql(levels), uncommitted=uncommitted, committed=committed
-    ).persist()
-    facts = _sql(
-        spark, _facts_sql(producer_procs, sink_proc, messages), records=records, history=history
-    ).persist()
-    results = _summarise(facts, levels, messages, uncommitted_known)
+    method = ranks or ("sort" if messages <= SORTED_RANKS_UP_TO else "histogram")
+    # Shuffle partitions sized to the run: 4 for a class's runs (more only add scheduling),
+    # about one per 2 million rows beyond, so no task's hash maps outgrow its memory.
+    partitions = max(4, math.ceil(messages * len(levels) / 2_000_000))
+    conf = spark.conf
+    before = conf.get("spark.sql.shuffle.partitions")
+    conf.set("spark.sql.shuffle.partitions", str(partitions))
+    try:
+        records = _sql(
+            spark, _positions_sql(levels), uncommitted=uncommitted, committed=committed
+        ).persist()
+        facts = _sql(
+            spark,
+            _facts_sql(producer_procs, sink_proc, messages),
+            records=records,
+            history=history,
+        ).persist()
+        results = _summarise(facts, levels, messages, uncommitted_known, method)
+    finally:
+        conf.set("spark.sql.shuffle.partitions", before)
     return Judged(
         results=results, facts=facts, records=records, messages=messages, levels=list(levels)
     )
@@ -596,22 +719,29 @@ def _summarise(
     levels: Sequence[LevelSpec],
     messages: int,
     uncommitted_known: Mapping[str, bool] | None,
+    ranks: str,
 ) -> dict[str, dict[str, Any]]:
-    """Counts, the latency distribution and throughput per level, in one Spark job.
+    """Counts, the latency distribution and throughput per level (_summary_sql's jobs).
 
     Ledger ids that neither Kafka nor the history names have no row in `facts`; they are
     lost (no copy, not aborted on purpose), so they are counted as messages minus rows.
     """
+    spark = facts.sparkSession
     counts: dict[str, dict[str, Any]] = {}
     ranked: dict[str, dict[int, float]] = {}
+    histogram: dict[str, dict[int, int]] = {s.level: {} for s in levels}
     per_bucket: dict[str, dict[int, int]] = {s.level: {} for s in levels}
-    for r in _sql(facts.sparkSession, _summary_sql(), facts=facts).collect():
+    for r in _sql(spark, _summary_sql(ranks), facts=facts).collect():
         if r["what"] == "counts":
             counts[r["level"]] = r["counts"].asDict()
         elif r["what"] == "rank":
             ranked.setdefault(r["level"], {})[r["key"]] = r["value"]
+        elif r["what"] == "h":
+            histogram[r["level"]][r["key"]] = int(r["value"])
         else:
             per_bucket[r["level"]][r["key"]] = int(r["value"])
+    if ranks == "histogram":
+        ranked, per_bucket = _ranks_from_histogram(spark, facts, counts, histogram, levels)
     distribution: dict[str, dict[int, float]] = {s.level: {} for s in levels}
     for level, c in counts.items():
         n = c["latency_count"] or 0
@@ -665,6 +795,52 @@ def _summarise(
             },
         }
     return results
+
+
+def _ranks_from_histogram(
+    spark: SparkSession,
+    facts: DataFrame,
+    counts: Mapping[str, Mapping[str, Any]],
+    histogram: Mapping[str, Mapping[int, int]],
+    levels: Sequence[LevelSpec],
+) -> tuple[dict[str, dict[int, float]], dict[str, dict[int, int]]]:
+    """The wanted ranks' latencies and throughput per bucket, from the latency histogram.
+
+    Walks each level's buckets in order, counting, to find the bucket and the rank within
+    it of every rank a percentile needs; _picks_sql then sorts only those buckets.
+    Returns ({level: {rank: latency}}, {level: {time bucket: messages}}).
+    """
+    where: dict[str, dict[int, tuple[int, int]]] = {}  # level -> rank -> (bucket, in-bucket)
+    picks: dict[str, dict[int, set[int]]] = {}
+    windows: dict[str, tuple[float, float]] = {}
+    for level, c in counts.items():
+        n = c["latency_count"] or 0
+        if not n:
+            continue
+        windows[level] = (c["window_start"], bucket_width(c["window_end"] - c["window_start"]))
+        wanted = sorted({_rank(q, n) for q in PERCENTILES})
+        where[level], picks[level] = {}, {}
+        below = 0  # latencies in the buckets before this one
+        buckets = iter(sorted(histogram[level].items()))
+        bucket, size = next(buckets)
+        for rank in wanted:
+            while rank > below + size:
+                below += size
+                bucket, size = next(buckets)
+            where[level][rank] = (bucket, rank - below)
+            picks[level].setdefault(bucket, set()).add(rank - below)
+    found: dict[tuple[str, int, int], float] = {}
+    per_bucket: dict[str, dict[int, int]] = {s.level: {} for s in levels}
+    for r in _sql(spark, _picks_sql(picks, windows), facts=facts).collect():
+        if r["what"] == "rank":
+            found[(r["level"], r["key"], r["rn"])] = r["value"]
+        else:
+            per_bucket[r["level"]][r["key"]] = int(r["value"])
+    ranked = {
+        level: {rank: found[(level, *at)] for rank, at in by_rank.items()}
+        for level, by_rank in where.items()
+    }
+    return ranked, per_bucket
 
 
 def _rounded(x: float | None) -> float | None:

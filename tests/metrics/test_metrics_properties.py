@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import math
+import random
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -33,6 +34,8 @@ SETTINGS = settings(
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
+# Both ways of finding latency ranks: sorting (a class's runs) and the histogram of big runs.
+RANKS = st.sampled_from(["sort", "histogram"])
 T0 = 1000.0  # times are multiples of 1/8 s from here: exact in binary, so latencies are too
 
 
@@ -51,6 +54,7 @@ class Synthetic:
     committed: list[tuple[str, int, int, bytes | None]] = field(default_factory=list)
     history: list[dict[str, Any]] = field(default_factory=list)
     expected: dict[str, dict[str, Any]] = field(default_factory=dict)
+    ranks: str = "sort"  # how Spark finds the latency ranks (spark_job._summary_sql)
 
     def add_record(
         self, topic: str, partition: int, offset: int, value: bytes | None, *, aborted: bool
@@ -84,6 +88,7 @@ def run_spark(spark: Any, run: Synthetic) -> tuple[dict[str, Any], dict[str, Any
         history=spark.createDataFrame(history_rows(events), history_schema),
         levels=run.levels,
         messages=run.messages,
+        ranks=run.ranks,
     )
     try:
         return judged.results, verdict_rows(judged)
@@ -119,7 +124,7 @@ FATE = st.fixed_dictionaries(
 def planted_runs(draw: st.DrawFn) -> Synthetic:
     messages = draw(st.integers(1, 25))
     partitions = draw(st.integers(1, 3))
-    run = Synthetic(messages=messages)
+    run = Synthetic(messages=messages, ranks=draw(RANKS))
     for k in range(draw(st.integers(1, 3))):
         isolation = draw(st.sampled_from(["read_uncommitted", "read_committed"]))
         spec = LevelSpec(
@@ -289,7 +294,7 @@ def messy_runs(draw: st.DrawFn) -> Synthetic:
     messages = draw(st.integers(1, 20))
     # Mostly a few small ids, so that copies, reorders and aborts of one id meet often.
     ids = st.integers(0, 4) | st.integers(-2, messages + 2)
-    run = Synthetic(messages=messages)
+    run = Synthetic(messages=messages, ranks=draw(RANKS))
     for k in range(draw(st.integers(1, 4))):
         isolation = draw(st.sampled_from(["read_uncommitted", "read_committed"]))
         spec = LevelSpec(level=f"level-{k}", topic=f"lab.messy.{k}", isolation=isolation)
@@ -353,6 +358,50 @@ def test_an_empty_topic_loses_every_message(spark) -> None:
     assert results[spec.level]["lost"] == 3
     assert results[spec.level]["latency_ms"] == {"p50": None, "p95": None, "p99": None, "max": None}
     assert [v["verdict"] for v in verdicts[spec.level]] == ["lost"] * 3
+
+
+def test_counting_per_latency_bucket_finds_the_same_ranks_as_sorting(spark) -> None:
+    """Big runs find percentiles from a latency histogram; on thousands of latencies with
+    ties, zeros, negatives and a wide range, it gives what sorting and the reference give."""
+    rng = random.Random(7)
+    run = Synthetic(messages=3_000)
+    for k, isolation in enumerate(("read_uncommitted", "read_committed")):
+        spec = LevelSpec(level=f"level-{k}", topic=f"lab.ranks.{k}", isolation=isolation)
+        run.levels.append(spec)
+        for message_id in range(run.messages):
+            created = T0 + message_id / 8
+            run.add_record(
+                spec.topic,
+                message_id % 3,
+                message_id // 3,
+                value(message_id, created, spec.level),
+                aborted=False,
+            )
+            # Latencies: many equal, some 0 or negative, the rest spread over 5 decades.
+            latency = rng.choice([0.0, -0.25, 0.125, 0.125, 2.0**-10, 2.0 ** rng.randint(-12, 5)])
+            run.history.append(
+                {
+                    "t": created,
+                    "proc": "producer",
+                    "ev": "send",
+                    "id": message_id,
+                    "level": spec.level,
+                }
+            )
+            run.history.append(
+                {
+                    "t": created + latency,
+                    "proc": "sink",
+                    "ev": "consumed",
+                    "id": message_id,
+                    "level": spec.level,
+                }
+            )
+    by_sort = run_spark(spark, run)
+    run.ranks = "histogram"
+    by_histogram = run_spark(spark, run)
+    assert by_histogram == by_sort
+    assert by_histogram == run_reference(run)
 
 
 def test_the_session_starts_in_the_background_once(spark) -> None:
