@@ -20,7 +20,7 @@ from pages._metrics_view import (
     rates_figure,
     throughput_figure,
 )
-from pages._run_view import failing_level, render_verdicts
+from pages._run_view import default_verdicts, failing_level, readable_verdicts, render_verdicts
 from pages._shared import require_app, show_error
 from pages._spark import SparkService, spark_service
 
@@ -145,7 +145,7 @@ def render(meta: dict[str, Any], metrics: dict[str, Any]) -> None:
     st.plotly_chart(throughput_figure(results), width="stretch", key="metrics_throughput")
 
     verdicts = metrics.get("verdicts") or {}
-    if verdicts:
+    if verdicts or metrics.get("verdicts_parquet"):
         st.subheader("Spark's verdict for each message")
         levels = list(results)
         level = st.radio(
@@ -155,8 +155,44 @@ def render(meta: dict[str, Any], metrics: dict[str, Any]) -> None:
             horizontal=True,
             key="metrics_verdict_level",
         )
-        # The Failure lab's table: anomalies first, times in seconds since the level started.
-        render_verdicts(verdicts.get(level) or [], results[level], key=f"metrics_verdicts_{level}")
+        if verdicts:
+            # The Failure lab's table: anomalies first, times in seconds since the level started.
+            render_verdicts(
+                verdicts.get(level) or [], results[level], key=f"metrics_verdicts_{level}"
+            )
+        else:
+            render_verdict_pages(meta["run_id"], level, results[level])
+
+
+VERDICT_PAGE_SIZE = 1_000
+
+
+def render_verdict_pages(run_id: str, level: str, result: dict[str, Any]) -> None:
+    """A big run's table, a page at a time from its Parquet copy (never loaded whole)."""
+    from engine.metrics.verdict_table import read_page, verdict_kinds
+
+    try:
+        kinds = verdict_kinds(run_id, level)
+    except LabError as exc:
+        st.error(str(exc))
+        return
+    key = f"metrics_verdicts_{run_id}_{level}"
+    chosen = st.multiselect("Show verdicts", kinds, default=default_verdicts(kinds), key=key)
+    if not chosen:
+        st.caption("Choose at least one verdict to list.")
+        return
+    page_key = f"{key}_page"
+    number = st.session_state.get(page_key, 1)
+    page = read_page(run_id, level, chosen, page=number - 1, page_size=VERDICT_PAGE_SIZE)
+    pages = max(1, -(-page.total // VERDICT_PAGE_SIZE))
+    left, right = st.columns([1, 3])
+    left.number_input("Page", min_value=1, max_value=pages, step=1, key=page_key)
+    right.caption(
+        f"Rows {page.first + 1:,}-{page.first + len(page.rows):,} of {page.total:,} "
+        f"({pages:,} pages of {VERDICT_PAGE_SIZE:,}). The table has one row per message, so "
+        "Spark wrote it to Parquet beside the run; each page is read from there."
+    )
+    st.dataframe(readable_verdicts(page.rows, result), hide_index=True, width="stretch")
 
 
 def render_history(scenario: str, runs: list[dict[str, Any]], service: SparkService) -> None:

@@ -47,7 +47,8 @@ def cmd_metrics(args: argparse.Namespace) -> int:
     from engine import record
     from engine.metrics.compute import RECORD_SOURCE
     from engine.metrics.session import metrics_bootstrap
-    from engine.metrics.spark_job import load_run_inputs, run_metrics, verdict_rows
+    from engine.metrics.spark_job import load_run_inputs, run_metrics
+    from engine.metrics.verdict_table import verdict_fields
 
     inputs = load_run_inputs(args.run_id)  # a missing run fails before Spark starts
 
@@ -65,7 +66,7 @@ def cmd_metrics(args: argparse.Namespace) -> int:
     )
     try:
         # Kept beside the run, so the dashboard's Metrics page shows it without recomputing.
-        saved = {**output, "verdicts": verdict_rows(judged), "fallback_reason": None}
+        saved = {**output, **verdict_fields(judged, inputs.run_id), "fallback_reason": None}
     finally:
         judged.release()
     source = (

@@ -8,9 +8,14 @@ The result, with Spark's per-message verdicts, is saved as runs/RUN_ID/metrics.j
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from engine import record
+from engine import paths, record
+from engine.errors import LabError
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -18,6 +23,18 @@ if TYPE_CHECKING:
     from engine.metrics.session import Progress
 
 RECORD_SOURCE = "the records saved with the run"
+# From this many verdict rows (levels x messages) on, a run is big: its metrics are computed
+# in a process of their own with big-run settings (session.big_run_environment), so the
+# dashboard's session keeps the settings that make a class's runs fast.
+DEFAULT_BIG_RUN_ROWS = 1_000_000
+_BIG_PROCESS = "LAB_METRICS_BIG_PROCESS"  # set in that process, so it does not start another
+
+
+def big_run_rows() -> int:
+    try:
+        return int(os.environ.get("LAB_METRICS_BIG_RUN", DEFAULT_BIG_RUN_ROWS))
+    except ValueError:
+        return DEFAULT_BIG_RUN_ROWS
 
 
 def compute_and_save(
@@ -31,12 +48,18 @@ def compute_and_save(
     """Spark's metrics of `run_id`, from Kafka if it can, saved beside the run and returned.
 
     The returned dict is the `engine run --json` object plus `source` (what Spark read),
-    `fallback_reason` (why not Kafka, or None) and `verdicts` (Spark's table per level).
+    `fallback_reason` (why not Kafka, or None) and `verdicts` (Spark's table per level; for a
+    big run None, with `verdicts_parquet` naming its Parquet copy: engine.metrics.verdict_table).
     """
     from engine.metrics.session import metrics_bootstrap
-    from engine.metrics.spark_job import MetricsError, load_run_inputs, run_metrics, verdict_rows
+    from engine.metrics.spark_job import MetricsError, load_run_inputs, run_metrics
+    from engine.metrics.verdict_table import verdict_fields
 
     inputs = load_run_inputs(run_id)
+    if inputs.messages * len(inputs.levels) >= big_run_rows() and not os.environ.get(_BIG_PROCESS):
+        return compute_in_big_process(
+            run_id, bootstrap=bootstrap, from_record=from_record, progress=progress
+        )
     reason = None
     if not from_record:
         try:
@@ -53,9 +76,80 @@ def compute_and_save(
         )
         source = RECORD_SOURCE
     try:
-        output["verdicts"] = verdict_rows(judged)
+        output.update(verdict_fields(judged, run_id))
     finally:
         judged.release()
     output["fallback_reason"] = reason
     record.save_metrics(run_id, output, source=source)
     return record.load_metrics(run_id) or {**output, "source": source}
+
+
+def compute_in_big_process(
+    run_id: str,
+    *,
+    bootstrap: str | None = None,
+    from_record: bool = False,
+    progress: Progress | None = None,
+) -> dict[str, Any]:
+    """compute_and_save in a new Python process with the big-run Spark settings.
+
+    Its progress lines come back through stderr; its result is the metrics.json it saved.
+    """
+    from engine.metrics.session import big_run_environment
+    from engine.metrics.spark_job import MetricsError
+
+    report = progress or (lambda _what, _fraction: None)
+    report("starting a Spark process for a big run", 0.02)
+    command = [sys.executable, "-m", "engine.metrics.compute", run_id]
+    command += ["--bootstrap", bootstrap] if bootstrap else []
+    command += ["--from-record"] if from_record else []
+    env = {**os.environ, **big_run_environment(), _BIG_PROCESS: "1"}
+    with subprocess.Popen(
+        command, cwd=paths.REPO_ROOT, env=env, stderr=subprocess.PIPE, text=True
+    ) as child:
+        last = ""
+        assert child.stderr is not None
+        for line in child.stderr:
+            if line.startswith(_PROGRESS):
+                fraction, _, what = line[len(_PROGRESS) :].strip().partition(" ")
+                report(what, float(fraction))
+            elif line.strip():
+                last = line.strip()
+    if child.returncode != 0:
+        raise MetricsError(
+            last.removeprefix("error: ") or f"The metrics process exited with {child.returncode}."
+        )
+    saved = record.load_metrics(run_id)
+    if saved is None:
+        raise MetricsError(f"The metrics process finished but saved no metrics for {run_id}.")
+    return saved
+
+
+_PROGRESS = "@progress "
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """`python -m engine.metrics.compute RUN_ID [--bootstrap B] [--from-record]`."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="engine.metrics.compute")
+    parser.add_argument("run_id")
+    parser.add_argument("--bootstrap")
+    parser.add_argument("--from-record", action="store_true")
+    args = parser.parse_args(argv)
+
+    def progress(what: str, fraction: float) -> None:
+        print(f"{_PROGRESS}{fraction:.3f} {what}", file=sys.stderr, flush=True)
+
+    try:
+        compute_and_save(
+            args.run_id, bootstrap=args.bootstrap, from_record=args.from_record, progress=progress
+        )
+    except LabError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

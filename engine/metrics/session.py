@@ -12,6 +12,7 @@ Settings from the environment:
   cluster's direct listener.
 - LAB_SPARK_SHUFFLE_PARTITIONS (default 4), LAB_SPARK_DRIVER_MEMORY (default 2g).
 - LAB_SPARK_JAVA_OPTIONS: JVM options for the driver, after the lab's own (DRIVER_JIT).
+- LAB_SPARK_BIG_DRIVER_MEMORY (default 6g): the heap of the process for big runs.
 """
 
 from __future__ import annotations
@@ -181,9 +182,23 @@ def get_spark(master: str | None = None, progress: Progress | None = None) -> Sp
 # thousand rows: on 2 cores, C2's compiler threads competed with the queries for the first
 # dozen judgements (the first took 11-16 s, the second about 4 s), while C1 code reaches the
 # same 2.5-3 s from the second judgement on (first 6.5-9 s), and a session starts in 8 s, not
-# 13.6. Big local jobs pay: a million messages take 59 s instead of 35. For those, set
-# LAB_SPARK_JAVA_OPTIONS=-XX:TieredStopAtLevel=4 (the last flag wins). benchmarks/METRICS.md.
+# 13.6. Big local jobs would pay (a million messages took 59 s instead of 35), so big runs
+# are computed in a process of their own with C2 (BIG_RUN_JIT). benchmarks/METRICS.md.
 DRIVER_JIT = "-XX:TieredStopAtLevel=1"
+
+
+# A big run's metrics run in a process of their own with C2 and a larger heap
+# (engine.metrics.compute): there, long CPU-bound loops over millions of rows dominate, and
+# C2's code does them 1.7 to 2.5 times faster than C1's. benchmarks/METRICS.md.
+BIG_RUN_JIT = "-XX:TieredStopAtLevel=4"
+
+
+def big_run_environment() -> dict[str, str]:
+    """The environment of a process that computes a big run's metrics."""
+    return {
+        "LAB_SPARK_JAVA_OPTIONS": f"{BIG_RUN_JIT} {os.environ.get('LAB_SPARK_JAVA_OPTIONS', '')}",
+        "LAB_SPARK_DRIVER_MEMORY": os.environ.get("LAB_SPARK_BIG_DRIVER_MEMORY", "6g"),
+    }
 
 
 def _quiet_log4j_config() -> Path:

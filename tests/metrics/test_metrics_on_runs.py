@@ -199,3 +199,28 @@ def test_the_cli_prints_the_run_json_object(runs, spark, capsys) -> None:
     args = parser.parse_args(["metrics", "no-such-run", "--json"])
     with pytest.raises(record.RunNotFoundError, match="There is no run 'no-such-run'"):
         args.func(args)
+
+
+def test_a_big_run_is_computed_in_a_process_of_its_own(runs, monkeypatch) -> None:
+    """Above LAB_METRICS_BIG_RUN verdict rows, compute_and_save starts a Python process
+    with the big-run Spark settings; its progress comes back, and what it saved is
+    returned: the same counts, and the table in Parquet past LAB_VERDICT_ROWS rows."""
+    from engine.metrics.compute import compute_and_save
+
+    output = runs["ack-loss"]
+    monkeypatch.setenv("LAB_METRICS_BIG_RUN", "1")
+    monkeypatch.setenv("LAB_VERDICT_ROWS", "10")
+    monkeypatch.setenv("LAB_SPARK_BIG_DRIVER_MEMORY", "1g")
+    steps: list[tuple[str, float]] = []
+    saved = compute_and_save(output["run_id"], progress=lambda w, f: steps.append((w, f)))
+    assert steps[0] == ("starting a Spark process for a big run", 0.02)
+    assert ("done", 1.0) in steps, steps
+    assert saved["verdicts"] is None and saved["verdicts_parquet"] == "verdicts.parquet"
+    for level, checked in output["results"].items():
+        for key in ("sent", "acked", "delivered", "duplicates", "lost", "latency_ms"):
+            assert saved["results"][level][key] == checked[key], (level, key)
+
+    monkeypatch.setenv("LAB_METRICS_BOOTSTRAP", "127.0.0.1:1")  # Kafka down: the record
+    saved = compute_and_save(output["run_id"])
+    assert saved["source"] == "the records saved with the run"
+    assert "127.0.0.1:1" in saved["fallback_reason"]

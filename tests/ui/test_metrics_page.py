@@ -108,3 +108,27 @@ def test_a_run_whose_cluster_is_gone_is_computed_from_its_record(monkeypatch, ac
     # Two runs of ack-loss now have Spark metrics: the page draws their history.
     assert any(s.value == "Across runs: ack-loss" for s in at.subheader)
     assert len(at.get("plotly_chart")) >= 4
+
+
+def test_a_big_runs_verdict_table_is_paged_from_parquet(monkeypatch, ack_loss_run):
+    """Past LAB_VERDICT_ROWS rows the table stays out of metrics.json: Spark writes it to
+    Parquet beside the run and the page lists it a page at a time."""
+    monkeypatch.setenv("LAB_AUTOSTART", "0")
+    monkeypatch.setenv("LAB_VERDICT_ROWS", "10")
+    run_id = ack_loss_run["run_id"]
+    (record.run_folder(run_id) / "metrics.json").unlink(missing_ok=True)
+    at = open_metrics(run_id)
+    assert not at.exception
+    assert not at.error, [e.value for e in at.error]
+    saved = record.load_metrics(run_id)
+    assert saved["verdicts"] is None and saved["verdicts_parquet"] == "verdicts.parquet"
+    assert (record.run_folder(run_id) / "verdicts.parquet" / "level=at-least-once").is_dir()
+    table = next(d.value for d in at.dataframe if "verdict" in d.value.columns)
+    assert list(table.columns[:3]) == ["id", "verdict", "copies"]
+    assert any(c.value.startswith("Rows 1-") for c in at.caption)
+    # Every verdict of the level, page by page, equals the checker's count of messages.
+    at.multiselect(key=next(m.key for m in at.multiselect)).select("delivered once").run()
+    assert not at.exception
+    caption = next(c.value for c in at.caption if c.value.startswith("Rows 1-"))
+    level = at.radio(key="metrics_verdict_level").value
+    assert f"of {saved['results'][level]['messages']:,} " in caption
