@@ -1,10 +1,10 @@
 """How fast the PySpark metrics are, and how they scale against DuckDB on the same data.
 
-    .venv/bin/python -m benchmarks.metrics_bench                 # all of it, ~15 min here
+    .venv/bin/python -m benchmarks.metrics_bench                 # all of it, ~40 min here
     .venv/bin/python -m benchmarks.metrics_bench --sizes 10000,100000 --skip-run --skip-cold
     .venv/bin/python -m benchmarks.metrics_bench --only typical   # the typical run alone
 
-Four measurements, written between the markers in benchmarks/METRICS.md:
+Five measurements, written between the markers in benchmarks/METRICS.md:
 
 1. session start: cold (empty Maven repository and cache, so the connector is downloaded),
    a new process with the connector cached, and get_spark() on a running session;
@@ -13,8 +13,12 @@ Four measurements, written between the markers in benchmarks/METRICS.md:
    equal to the checker's;
 3. scaling: synthetic runs of N messages in Parquet with the Kafka source's columns and the
    history's, judged by engine.metrics.spark_job.judge and by the same definitions in
-   DuckDB SQL; each in a fresh process, timed without start-up, with its peak memory;
-4. the machine's load while measuring, because other work on a 2-core machine moves
+   DuckDB SQL; each in a fresh process, timed without start-up, with its peak memory,
+   the median of 3 (--scaling-repeats); Spark with the settings the lab uses at that size;
+4. the standalone-cluster case: a master and one worker started from pyspark's own
+   spark-class on this machine, the same 1,000,000-message run (--cluster-size), beside
+   local mode: the cluster path's overhead, not a speed-up, on one machine;
+5. the machine's load while measuring, because other work on a 2-core machine moves
    every number here.
 """
 
@@ -30,6 +34,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -151,9 +157,23 @@ def worker_spark(folder: Path, warmup: Path) -> dict[str, Any]:
     seconds, results = spark_judge(spark, folder)
     return {
         "seconds": round(seconds, 2),
-        "peak_rss_mib": peak_rss_mib([os.getpid(), *children(os.getpid())]),
+        "peak_rss_mib": peak_rss_mib([os.getpid(), *children(os.getpid()), *executors()]),
         "results": results,
     }
+
+
+def executors() -> list[int]:
+    """The pids of Spark executors on this machine (a standalone cluster's, not our children)."""
+    pids = []
+    for proc in Path("/proc").iterdir():
+        try:
+            if proc.name.isdigit() and b"CoarseGrainedExecutorBackend" in (
+                (proc / "cmdline").read_bytes()
+            ):
+                pids.append(int(proc.name))
+        except OSError:
+            continue
+    return pids
 
 
 DUCKDB_SQL = """
@@ -363,33 +383,140 @@ def measure_run(
     }
 
 
-def measure_scaling(sizes: list[int], data_root: Path) -> list[dict[str, Any]]:
+def ensure_data(data_root: Path, size: int) -> Path:
+    folder = data_root / f"n{size}"
+    if not (folder / "messages").exists():
+        began = time.perf_counter()
+        make_data(folder, size)
+        print(f"  data for {size:,}: {time.perf_counter() - began:.1f}s", file=sys.stderr)
+    return folder
+
+
+def lab_settings(size: int) -> dict[str, str]:
+    """The Spark settings the lab itself uses for a run of `size` messages in one level:
+    the dashboard's session, or for a big run the process of its own (compute.py)."""
+    from engine.metrics.compute import big_run_rows
+    from engine.metrics.session import big_run_environment
+
+    return big_run_environment() if size >= big_run_rows() else {}
+
+
+def median_of(samples: list[dict[str, Any]]) -> dict[str, Any]:
+    """The sample of median time, with every time and the highest peak memory."""
+    ordered = sorted(samples, key=lambda r: r["seconds"])
+    middle = dict(ordered[(len(ordered) - 1) // 2])
+    middle["each"] = [r["seconds"] for r in samples]
+    middle["peak_rss_mib"] = max(r["peak_rss_mib"] for r in samples)
+    middle["agree"] = all(r["results"] == samples[0]["results"] for r in samples)
+    return middle
+
+
+def measure_scaling(sizes: list[int], data_root: Path, repeats: int) -> list[dict[str, Any]]:
     rows = []
+    warmup = ensure_data(data_root, 10_000)
     for size in sizes:
-        folder = data_root / f"n{size}"
-        if not (folder / "messages").exists():
-            began = time.perf_counter()
-            make_data(folder, size)
-            print(f"  data for {size:,}: {time.perf_counter() - began:.1f}s", file=sys.stderr)
+        folder = ensure_data(data_root, size)
         parquet_mib = sum(p.stat().st_size for p in folder.glob("*.parquet")) / 2**20
-        warmup = data_root / f"n{sizes[0]}"
-        spark = in_process(["--worker", "spark", "--data", str(folder), "--warmup", str(warmup)])
-        duck = in_process(["--worker", "duckdb", "--data", str(folder)])
+        spark_args = ["--worker", "spark", "--data", str(folder), "--warmup", str(warmup)]
+        spark = median_of([in_process(spark_args, lab_settings(size)) for _ in range(repeats)])
+        duck = median_of(
+            [in_process(["--worker", "duckdb", "--data", str(folder)]) for _ in range(repeats)]
+        )
         rows.append(
             {
                 "messages": size,
                 "parquet_mib": round(parquet_mib, 1),
+                "jit": "C2" if lab_settings(size) else "C1",
                 "spark": spark,
                 "duckdb": duck,
-                "agree": spark["results"] == duck["results"],
+                "agree": spark["results"] == duck["results"] and spark["agree"] and duck["agree"],
             }
         )
         print(f"  {size:,}: {rows[-1]}", file=sys.stderr, flush=True)
     return rows
 
 
+@contextmanager
+def standalone_cluster(memory: str = "6g") -> Iterator[str]:
+    """A Spark standalone master and one worker, started from pyspark's own spark-class.
+
+    Yields the master URL; both JVMs are stopped on the way out.
+    """
+    import pyspark
+
+    from engine.cluster.ports import free_ports
+
+    spark_class = Path(pyspark.__file__).parent / "bin" / "spark-class"
+    port, ui, worker_ui = free_ports(3)
+    url = f"spark://127.0.0.1:{port}"
+    env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_NO_DAEMONIZE": "1"}
+    logs = Path(tempfile.mkdtemp(prefix="spark-standalone-"))
+    deploy = "org.apache.spark.deploy"
+    commands = [
+        [f"{deploy}.master.Master", "--host", "127.0.0.1", "--port", str(port),
+         "--webui-port", str(ui)],
+        [f"{deploy}.worker.Worker", url, "--host", "127.0.0.1", "--cores",
+         str(os.cpu_count() or 2), "--memory", memory, "--webui-port", str(worker_ui),
+         "--work-dir", str(logs / "work")],
+    ]  # fmt: skip
+    processes = []
+    try:
+        for n, command in enumerate(commands):
+            log = (logs / f"{n}.log").open("w")
+            processes.append(
+                subprocess.Popen(
+                    [str(spark_class), *command], env=env, stdout=log, stderr=subprocess.STDOUT
+                )
+            )
+        deadline = time.monotonic() + 120
+        while not master_has_a_worker(ui):
+            if time.monotonic() > deadline or any(p.poll() is not None for p in processes):
+                raise RuntimeError(f"the standalone cluster did not start; see {logs}")
+            time.sleep(1)
+        yield url
+    finally:
+        for process in processes[::-1]:
+            process.terminate()
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+
+
+def master_has_a_worker(ui_port: int) -> bool:
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{ui_port}/json/", timeout=2) as answer:
+            state = json.load(answer)
+    except OSError:
+        return False
+    return any(w.get("state") == "ALIVE" for w in state.get("workers", []))
+
+
+def measure_cluster(size: int, data_root: Path, repeats: int) -> dict[str, Any]:
+    """The same judgement on a standalone cluster on this machine, beside local mode."""
+    folder = ensure_data(data_root, size)
+    warmup = ensure_data(data_root, 10_000)
+    args = ["--worker", "spark", "--data", str(folder), "--warmup", str(warmup)]
+    with standalone_cluster() as url:
+        env = {
+            **lab_settings(size),
+            "LAB_SPARK_MASTER": url,
+            "LAB_SPARK_EXECUTOR_MEMORY": "4g",
+            "LAB_SPARK_DRIVER_MEMORY": "2g",
+        }
+        samples = [in_process(args, env) for _ in range(repeats)]
+    row = median_of(samples)
+    row["messages"] = size
+    return row
+
+
 def report(
-    start: list[tuple[str, float]], run: dict[str, Any] | None, scaling: list[dict[str, Any]]
+    start: list[tuple[str, float]],
+    run: dict[str, Any] | None,
+    scaling: list[dict[str, Any]],
+    cluster: dict[str, Any] | None = None,
 ) -> str:
     import duckdb
     import pyspark
@@ -415,15 +542,38 @@ def report(
         lines += [typical_line(run), ""]
     if scaling:
         lines += [
-            "| messages | Parquet (MiB) | Spark (s) | Spark peak RSS (MiB) | DuckDB (s) | "
-            "DuckDB peak RSS (MiB) | same results |",
-            "|---|---|---|---|---|---|---|",
+            "Scaling: the same synthetic run judged by Spark and by DuckDB, each in a fresh "
+            "process, timed without start-up, median of "
+            f"{len(scaling[0]['spark']['each'])} (each time in brackets). Spark runs with the "
+            "settings the lab itself uses at that size: the dashboard's session (C1) below "
+            "a million verdict rows, the big-run process (C2, 6g) from there.",
+            "",
+            "| messages | Parquet (MiB) | Spark JIT | Spark (s) | Spark peak RSS (MiB) | "
+            "DuckDB (s) | DuckDB peak RSS (MiB) | Spark / DuckDB | same results |",
+            "|---|---|---|---|---|---|---|---|---|",
             *(
-                f"| {r['messages']:,} | {r['parquet_mib']} | {r['spark']['seconds']} | "
-                f"{r['spark']['peak_rss_mib']:,} | {r['duckdb']['seconds']} | "
-                f"{r['duckdb']['peak_rss_mib']:,} | {'yes' if r['agree'] else 'NO'} |"
+                f"| {r['messages']:,} | {r['parquet_mib']} | {r['jit']} | "
+                f"{r['spark']['seconds']} ({', '.join(map(str, r['spark']['each']))}) | "
+                f"{r['spark']['peak_rss_mib']:,} | "
+                f"{r['duckdb']['seconds']} ({', '.join(map(str, r['duckdb']['each']))}) | "
+                f"{r['duckdb']['peak_rss_mib']:,} | "
+                f"{r['spark']['seconds'] / max(r['duckdb']['seconds'], 0.01):.1f}x | "
+                f"{'yes' if r['agree'] else 'NO'} |"
                 for r in scaling
             ),
+            "",
+        ]
+    if cluster:
+        local = next((r for r in scaling if r["messages"] == cluster["messages"]), None)
+        beside = f" (local mode above: {local['spark']['seconds']} s)" if local else ""
+        same = bool(local) and cluster["results"] == local["duckdb"]["results"]
+        lines += [
+            f"Standalone cluster: a master and one worker ({os.cpu_count()} cores, 6g) "
+            "started from pyspark's own `spark-class` on this machine, executor heap 4g, the "
+            f"same {cluster['messages']:,}-message run: **{cluster['seconds']} s**{beside}, "
+            f"median of {len(cluster['each'])} ({', '.join(map(str, cluster['each']))}); "
+            f"peak RSS of driver and executor {cluster['peak_rss_mib']:,} MiB; same results "
+            f"as DuckDB: {'yes' if same else 'NO'}.",
             "",
         ]
     return "\n".join([*lines, END])
@@ -484,6 +634,13 @@ def main() -> int:
         action="store_true",
         help="first run the made-up judgement the dashboard warms its session with",
     )
+    parser.add_argument("--scaling-repeats", type=int, default=3, help="the median of how many")
+    parser.add_argument(
+        "--cluster-size",
+        type=int,
+        default=1_000_000,
+        help="messages judged on a standalone Spark cluster (0: skip)",
+    )
     parser.add_argument("--skip-run", action="store_true")
     parser.add_argument("--skip-cold", action="store_true")
     parser.add_argument(
@@ -520,8 +677,13 @@ def main() -> int:
         print(f"  {run}", file=sys.stderr)
     sizes = [int(s) for s in args.sizes.split(",") if s]
     print("scaling...", file=sys.stderr)
-    scaling = measure_scaling(sizes, Path(args.data_root))
-    block = report(start, run, scaling)
+    scaling = measure_scaling(sizes, Path(args.data_root), args.scaling_repeats)
+    cluster = None
+    if args.cluster_size:
+        print("standalone cluster...", file=sys.stderr)
+        cluster = measure_cluster(args.cluster_size, Path(args.data_root), args.scaling_repeats)
+        print(f"  {cluster}", file=sys.stderr)
+    block = report(start, run, scaling, cluster)
     write_report(block)
     print(block)
     return 0

@@ -13,6 +13,7 @@ Settings from the environment:
 - LAB_SPARK_SHUFFLE_PARTITIONS (default 4), LAB_SPARK_DRIVER_MEMORY (default 2g).
 - LAB_SPARK_JAVA_OPTIONS: JVM options for the driver, after the lab's own (DRIVER_JIT).
 - LAB_SPARK_BIG_DRIVER_MEMORY (default 6g): the heap of the process for big runs.
+- LAB_SPARK_EXECUTOR_MEMORY (default 1g): each executor's heap on a Spark cluster.
 """
 
 from __future__ import annotations
@@ -149,6 +150,8 @@ def get_spark(master: str | None = None, progress: Progress | None = None) -> Sp
             # after each one and turns 2 Spark jobs into 8, which triples the time here.
             .config("spark.sql.adaptive.enabled", "false")
             .config("spark.driver.memory", os.environ.get("LAB_SPARK_DRIVER_MEMORY", "2g"))
+            # Only on a cluster: each executor's heap (Spark's default is 1g).
+            .config("spark.executor.memory", os.environ.get("LAB_SPARK_EXECUTOR_MEMORY", "1g"))
             .config("spark.ui.enabled", "false")
             .config("spark.ui.showConsoleProgress", "false")
             .config("spark.driver.host", "127.0.0.1")
