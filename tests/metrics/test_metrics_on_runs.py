@@ -224,3 +224,16 @@ def test_a_big_run_is_computed_in_a_process_of_its_own(runs, monkeypatch) -> Non
     saved = compute_and_save(output["run_id"])
     assert saved["source"] == "the records saved with the run"
     assert "127.0.0.1:1" in saved["fallback_reason"]
+
+
+def test_the_warm_up_reads_its_records_from_kafka_once_written(spark, cluster1) -> None:
+    """The dashboard's warm-up also judges records read through Spark's Kafka source, from
+    a small topic it writes once; a second warm-up reuses it and leaves nothing cached."""
+    from engine.metrics.spark_job import WARM_UP_TOPIC, warm_up_judgement
+
+    cached_before = len(spark.sparkContext._jsc.getPersistentRDDs())
+    for _ in range(2):
+        warm_up_judgement(spark, rounds=1, bootstrap=cluster1.direct_bootstrap)
+    rows = raw_rows(cluster1.direct_bootstrap, WARM_UP_TOPIC, "read_committed")
+    assert [json.loads(v)["id"] for _, _, _, v in rows] == list(range(20))
+    assert len(spark.sparkContext._jsc.getPersistentRDDs()) == cached_before
