@@ -145,11 +145,11 @@ class Judged:
         # it is done here, only when the table is wanted, not in every judge().
         positions = (
             self.records.where("stored")
-            .groupBy("level", "id")
+            .groupBy(F.col("level").alias("level_code"), "id")
             .agg(F.sort_array(F.collect_list(F.struct("partition", "offset"))).alias("positions"))
         )
         offsets = F.transform("positions", lambda p: F.concat_ws(":", p["partition"], p["offset"]))
-        known = self.facts.where("in_ledger").join(positions, ["level", "id"], "left")
+        known = self.facts.where("in_ledger").join(positions, ["level_code", "id"], "left")
         return ledger.join(known, ["level", "id"], "left").select(
             "level",
             "id",
@@ -309,11 +309,19 @@ def _sql(spark: SparkSession, text: str, **views: DataFrame) -> DataFrame:
             catalog.dropTempView(name)
 
 
-def _sql_case(column: str, mapping: Mapping[str, str]) -> str:
+def _sql_literal(value: str | int | bool) -> str:
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
+    return str(int(value)) if isinstance(value, int) else _sql_str(value)
+
+
+def _sql_codes(column: str, mapping: Mapping[Any, str | int | bool]) -> str:
     """`mapping[column]` as a CASE of literals (NULL for any other value): constant-folded."""
     if not mapping:
-        return "CAST(NULL AS STRING)"
-    branches = " ".join(f"WHEN {_sql_str(k)} THEN {_sql_str(v)}" for k, v in mapping.items())
+        return "NULL"
+    branches = " ".join(
+        f"WHEN {_sql_literal(k)} THEN {_sql_literal(v)}" for k, v in mapping.items()
+    )
     return f"CASE {column} {branches} END"
 
 
@@ -332,7 +340,8 @@ _OFFSET_BITS = 1 << 42
 def _positions_sql(levels: Sequence[LevelSpec]) -> str:
     """One row per record position of each level's topic, with what each view holds there.
 
-    Columns: level, partition, offset, id, created_at, stored (in the level's own view),
+    Columns: level (its place in `levels`), partition, offset, id, created_at, stored (in
+    the level's own view),
     aborted (stored, but not in the read_committed view), hidden (in the read_uncommitted
     view, not in the read_committed one) and highest (the largest id stored before it in
     its partition, at least -1). Both views go through one shuffle by (level, partition);
@@ -346,8 +355,12 @@ def _positions_sql(levels: Sequence[LevelSpec]) -> str:
     so its rows carry only their positions. Parsing is the costliest step per record
     (benchmarks/METRICS.md), and this halves it.
     """
-    level = _sql_case("topic", {s.topic: s.level for s in levels})
-    isolation = _sql_case("level", {s.level: s.isolation for s in levels})
+    # Levels are numbered (their place in `levels`) until the facts name them: hashing and
+    # comparing an int per row, not a string, in every shuffle and aggregation.
+    level = _sql_codes("topic", {s.topic: k for k, s in enumerate(levels)})
+    uncommitted_level = _sql_codes(
+        "level", {k: s.isolation == "read_uncommitted" for k, s in enumerate(levels)}
+    )
     return f"""
 WITH views AS (
     SELECT {level} AS level, TRUE AS in_uncommitted, `partition`, `offset`,
@@ -369,7 +382,7 @@ WITH views AS (
     FROM shuffled GROUP BY level, `partition`, `offset`
 ), marked AS (
     SELECT level, `partition`, `offset`, id, created_at,
-           CASE WHEN {isolation} = 'read_uncommitted' THEN read_uncommitted
+           CASE WHEN {uncommitted_level} THEN read_uncommitted
                 ELSE read_committed END AS stored,
            read_uncommitted, read_committed
     FROM merged WHERE id IS NOT NULL
@@ -384,7 +397,9 @@ FROM marked
 """
 
 
-def _facts_sql(producer_procs: Sequence[str], sink_proc: str, messages: int) -> str:
+def _facts_sql(
+    levels: Sequence[LevelSpec], producer_procs: Sequence[str], sink_proc: str, messages: int
+) -> str:
     """One row per level and id that Kafka or the history names, with the checker's verdict.
 
     Per level, partition and id the records give: copies, the first copy, aborted and hidden
@@ -396,7 +411,19 @@ def _facts_sql(producer_procs: Sequence[str], sink_proc: str, messages: int) -> 
     time-ordered, so the checker's first (setdefault) of an event is the earliest.
     """
     producer = _sql_in("split(proc, '#')[0]", producer_procs)
-    event = "(kind = 'event' AND id IS NOT NULL)"
+    code = _sql_codes("level", {s.level: k for k, s in enumerate(levels)})
+    name = _sql_codes("level_code", {k: s.level for k, s in enumerate(levels)})
+    # Each row's kind and event as small ints, decided once per row: the aggregation below
+    # tests them a dozen times per row, and string comparisons were a tenth of its time.
+    record, event_row, txn = 0, 1, 2
+    ev_codes = {"send": 1, "ack": 2, "consumed": 3, "fail": 4, "fenced": 5}
+    ev_codes |= {"txn_abort": 6, "txn_commit": 7}
+    ev_code = f"coalesce({_sql_codes('ev', ev_codes)}, 0)"
+
+    def ev(name: str) -> str:
+        return f"ev = {ev_codes[name]}"
+
+    event = f"(kind = {event_row} AND id IS NOT NULL)"
 
     def first_t(condition: str) -> str:
         return f"min(CASE WHEN {event} AND {condition} THEN t END)"
@@ -404,31 +431,30 @@ def _facts_sql(producer_procs: Sequence[str], sink_proc: str, messages: int) -> 
     no_copy = "NOT (copies > 0)"
     return f"""
 WITH record_facts AS (
-    SELECT level, id, 'record' AS kind, `partition`,
+    SELECT level, id, {record} AS kind, `partition`,
            sum(CAST(stored AS BIGINT)) AS copies,
            min(CASE WHEN stored THEN `offset` END) AS first_offset,
            min_by(created_at, CASE WHEN stored THEN `offset` END) AS first_created_at,
            sum(CAST(aborted AS BIGINT)) AS aborted,
            sum(CAST(hidden AS BIGINT)) AS hidden,
            coalesce(min(CASE WHEN stored THEN highest END) > id, FALSE) AS reordered,
-           CAST(NULL AS DOUBLE) AS t, FALSE AS by_producer, FALSE AS by_sink,
-           CAST(NULL AS STRING) AS ev
+           CAST(NULL AS DOUBLE) AS t, FALSE AS by_producer, FALSE AS by_sink, 0 AS ev
     FROM {{records}} GROUP BY level, `partition`, id
 ), history_facts AS (
     -- Every event is a row; a producer's txn_abort / txn_commit adds one row per id it
     -- names. Two plain scans: building an array per event to inline cost ten times more.
     -- Who wrote an event is decided once per event, not in each aggregate below.
-    SELECT level, id, 'event' AS kind, CAST(NULL AS INT) AS `partition`,
+    SELECT {code} AS level, id, {event_row} AS kind, CAST(NULL AS INT) AS `partition`,
            CAST(0 AS BIGINT) AS copies, CAST(NULL AS BIGINT) AS first_offset,
            CAST(NULL AS DOUBLE) AS first_created_at, CAST(0 AS BIGINT) AS aborted,
            CAST(0 AS BIGINT) AS hidden, FALSE AS reordered, t,
            coalesce({producer}, FALSE) AS by_producer,
-           coalesce(proc = {_sql_str(sink_proc)}, FALSE) AS by_sink, ev
-    FROM {{history}}
+           coalesce(proc = {_sql_str(sink_proc)}, FALSE) AS by_sink, {ev_code} AS ev
+    FROM {{history}} WHERE {code} IS NOT NULL
     UNION ALL
-    SELECT level, txn_id, 'txn', NULL, 0, NULL, NULL, 0, 0, FALSE, t, TRUE, FALSE, ev
+    SELECT {code}, txn_id, {txn}, NULL, 0, NULL, NULL, 0, 0, FALSE, t, TRUE, FALSE, {ev_code}
     FROM {{history}} LATERAL VIEW explode(ids) named AS txn_id
-    WHERE {producer} AND ev IN ('txn_abort', 'txn_commit')
+    WHERE {code} IS NOT NULL AND {producer} AND ev IN ('txn_abort', 'txn_commit')
 ), rows AS (
     SELECT level, id, kind, `partition`, copies, first_offset, first_created_at, aborted,
            hidden, reordered, t, by_producer, by_sink, ev FROM record_facts
@@ -436,7 +462,7 @@ WITH record_facts AS (
     SELECT level, id, kind, `partition`, copies, first_offset, first_created_at, aborted,
            hidden, reordered, t, by_producer, by_sink, ev FROM history_facts
 ), facts AS (
-    SELECT level, id,
+    SELECT level AS level_code, id,
            sum(copies) AS copies,
            -- The first copy by (partition, offset) carries the created_at the latency uses;
            -- min_by over one long (not min over a struct) keeps this a hash aggregation.
@@ -445,17 +471,17 @@ WITH record_facts AS (
            sum(aborted) AS aborted_copies,
            max(reordered) AS reordered,
            sum(hidden) AS hidden_copies,
-           {first_t("by_producer AND ev = 'send'")} AS sent_at,
-           {first_t("by_producer AND ev = 'ack'")} AS acked_at,
-           coalesce(max({event} AND by_producer AND ev = 'fail'), FALSE) AS failed,
-           {first_t("by_sink AND ev = 'consumed'")} AS consumed_at,
-           coalesce(max(kind = 'txn' AND ev = 'txn_abort'), FALSE)
-               AND NOT coalesce(max(kind = 'txn' AND ev = 'txn_commit'), FALSE)
+           {first_t(f"by_producer AND {ev('send')}")} AS sent_at,
+           {first_t(f"by_producer AND {ev('ack')}")} AS acked_at,
+           coalesce(max({event} AND by_producer AND {ev("fail")}), FALSE) AS failed,
+           {first_t(f"by_sink AND {ev('consumed')}")} AS consumed_at,
+           coalesce(max(kind = {txn} AND {ev("txn_abort")}), FALSE)
+               AND NOT coalesce(max(kind = {txn} AND {ev("txn_commit")}), FALSE)
                AS aborted_by_design,
-           sum(CAST(kind = 'event' AND ev = 'fenced' AS BIGINT)) AS fenced
+           sum(CAST(kind = {event_row} AND {ev("fenced")} AS BIGINT)) AS fenced
     FROM rows GROUP BY level, id
 )
-SELECT *,
+SELECT {name} AS level, *,
        id BETWEEN 0 AND {messages - 1} AS in_ledger,
        CASE WHEN aborted_copies > 0 THEN 'visible although aborted'
             WHEN {no_copy} AND aborted_by_design THEN 'aborted, as intended'
@@ -615,16 +641,22 @@ def _picks_sql(
 ) -> str:
     """The second job of ranks="histogram": the wanted ranks and throughput per bucket.
 
-    `picks[level][bucket]` holds the ranks within the bucket that some q needs; only those
-    buckets' rows are sorted, each bucket on its own. `windows[level]` is (window_start,
-    bucket width) from the counts.
+    `picks[level][bucket]` holds the ranks within the bucket that some q needs. Only those
+    buckets' rows are read; equal latencies are counted first (a level of a million
+    messages has thousands of ties), then each bucket's distinct latencies are ordered with
+    the running count, and a row is returned when a wanted rank falls among its copies:
+    `below` < rank <= `below` + `copies`. `windows[level]` is (window_start, bucket width).
     """
     lat = "latency_ms"
+
+    def hit(ranks: set[int]) -> str:
+        return " OR ".join(f"({k} > below AND {k} <= below + copies)" for k in sorted(ranks))
+
     wanted = (
         " OR ".join(
-            f"(level = {_sql_str(level)} AND b = {bucket} AND rn IN ({_sql_ints(at)}))"
+            f"(level = {_sql_str(level)} AND b = {bucket} AND ({hit(ranks)}))"
             for level, buckets in picks.items()
-            for bucket, at in buckets.items()
+            for bucket, ranks in buckets.items()
         )
         or "FALSE"
     )
@@ -640,15 +672,21 @@ def _picks_sql(
     width = _per_level({level: _double_sql(w) for level, (_, w) in windows.items()})
     return f"""
 WITH timed AS (
-    SELECT level, {lat}, {_LATENCY_BUCKET} AS b, consumed_at FROM {{facts}}
-    WHERE in_ledger AND {lat} IS NOT NULL
+    SELECT level, {lat}, consumed_at FROM {{facts}} WHERE in_ledger AND {lat} IS NOT NULL
+), distinct_values AS (
+    SELECT level, b, {lat}, count(1) AS copies FROM (
+        SELECT level, {_LATENCY_BUCKET} AS b, {lat} FROM timed)
+    WHERE {chosen} GROUP BY level, b, {lat}
 )
-SELECT 'rank' AS what, level, b AS key, rn, {lat} AS value FROM (
-    SELECT level, b, {lat}, row_number() OVER (PARTITION BY level, b ORDER BY {lat}) AS rn
-    FROM timed WHERE {chosen})
+SELECT 'rank' AS what, level, b AS key, below, copies, {lat} AS value FROM (
+    SELECT level, b, {lat}, copies,
+           coalesce(sum(copies) OVER (PARTITION BY level, b ORDER BY {lat}
+                                      ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0)
+               AS below
+    FROM distinct_values)
 WHERE {wanted}
 UNION ALL
-SELECT 'b', level, bucket, NULL, CAST(count(1) AS DOUBLE) FROM (
+SELECT 'b', level, bucket, NULL, NULL, CAST(count(1) AS DOUBLE) FROM (
     SELECT level, floor((consumed_at - ({start})) / ({width})) AS bucket FROM timed)
 GROUP BY level, bucket
 """
@@ -697,7 +735,7 @@ def judge(
         ).persist()
         facts = _sql(
             spark,
-            _facts_sql(producer_procs, sink_proc, messages),
+            _facts_sql(levels, producer_procs, sink_proc, messages),
             records=records,
             history=history,
         ).persist()
@@ -829,15 +867,21 @@ def _ranks_from_histogram(
                 bucket, size = next(buckets)
             where[level][rank] = (bucket, rank - below)
             picks[level].setdefault(bucket, set()).add(rank - below)
-    found: dict[tuple[str, int, int], float] = {}
+    runs: dict[tuple[str, int], list[tuple[int, int, float]]] = {}  # (below, copies, value)
     per_bucket: dict[str, dict[int, int]] = {s.level: {} for s in levels}
     for r in _sql(spark, _picks_sql(picks, windows), facts=facts).collect():
         if r["what"] == "rank":
-            found[(r["level"], r["key"], r["rn"])] = r["value"]
+            runs.setdefault((r["level"], r["key"]), []).append(
+                (r["below"], r["copies"], r["value"])
+            )
         else:
             per_bucket[r["level"]][r["key"]] = int(r["value"])
+
+    def value_at(level: str, bucket: int, k: int) -> float:
+        return next(v for below, n, v in runs[(level, bucket)] if below < k <= below + n)
+
     ranked = {
-        level: {rank: found[(level, *at)] for rank, at in by_rank.items()}
+        level: {rank: value_at(level, *at) for rank, at in by_rank.items()}
         for level, by_rank in where.items()
     }
     return ranked, per_bucket
