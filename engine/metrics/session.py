@@ -132,6 +132,8 @@ def get_spark(master: str | None = None, progress: Progress | None = None) -> Sp
         report("starting the Spark JVM", 0.2)
         from pyspark.sql import SparkSession
 
+        from engine.metrics.spark_job import shuffle_partitions
+
         # Spark guesses the machine's address from its hostname and warns; the lab is local.
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
@@ -142,10 +144,7 @@ def get_spark(master: str | None = None, progress: Progress | None = None) -> Sp
             builder.appName("kafka-failure-lab-metrics")
             .config("spark.jars", ",".join(str(j) for j in jars))
             # Runs are small: a few partitions beat the default 200 by seconds per query.
-            .config(
-                "spark.sql.shuffle.partitions",
-                os.environ.get("LAB_SPARK_SHUFFLE_PARTITIONS", "4"),
-            )
+            .config("spark.sql.shuffle.partitions", str(shuffle_partitions()))
             # A run's metrics are a handful of small shuffles; adaptive execution re-plans
             # after each one and turns 2 Spark jobs into 8, which triples the time here.
             .config("spark.sql.adaptive.enabled", "false")

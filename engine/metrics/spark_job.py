@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import sys
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
@@ -723,9 +724,10 @@ def judge(
     """
     spark = uncommitted.sparkSession
     method = ranks or ("sort" if messages <= SORTED_RANKS_UP_TO else "histogram")
-    # Shuffle partitions sized to the run: 4 for a class's runs (more only add scheduling),
-    # about one per 2 million rows beyond, so no task's hash maps outgrow its memory.
-    partitions = max(4, math.ceil(messages * len(levels) / 2_000_000))
+    # Shuffle partitions sized to the run: the session's setting for a class's runs (4; more
+    # only add scheduling), one per 2 million rows beyond, so no task's hash maps outgrow
+    # its memory.
+    partitions = max(shuffle_partitions(), math.ceil(messages * len(levels) / 2_000_000))
     conf = spark.conf
     before = conf.get("spark.sql.shuffle.partitions")
     conf.set("spark.sql.shuffle.partitions", str(partitions))
@@ -745,6 +747,14 @@ def judge(
     return Judged(
         results=results, facts=facts, records=records, messages=messages, levels=list(levels)
     )
+
+
+def shuffle_partitions() -> int:
+    """LAB_SPARK_SHUFFLE_PARTITIONS (default 4): the shuffle partitions of a class's runs."""
+    try:
+        return max(1, int(os.environ.get("LAB_SPARK_SHUFFLE_PARTITIONS", "4")))
+    except ValueError:
+        return 4
 
 
 def _rank(q: int, n: int) -> int:
