@@ -185,6 +185,8 @@ def render_verdict_pages(run_id: str, level: str, result: dict[str, Any]) -> Non
     number = st.session_state.get(page_key, 1)
     page = read_page(run_id, level, chosen, page=number - 1, page_size=VERDICT_PAGE_SIZE)
     pages = max(1, -(-page.total // VERDICT_PAGE_SIZE))
+    if number > pages:  # fewer rows match now: show the last page (read_page did)
+        st.session_state[page_key] = pages
     left, right = st.columns([1, 3])
     left.number_input("Page", min_value=1, max_value=pages, step=1, key=page_key)
     right.caption(
