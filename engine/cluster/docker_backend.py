@@ -9,7 +9,7 @@ proxy, which the lab runs as a local process (see docker-compose.yml for the lis
 The proxy runs in one of two places:
 
 - on the host (the default): it listens on 127.0.0.1:1909N and forwards to the CLIENT
-  listener published at 127.0.0.1:2909N; admin and checkers use DIRECT_HOST, 127.0.0.1:3909N;
+  listener published at 127.0.0.1:2909N; admin and checkers use DIRECT_HOST, 127.0.0.1:2919N;
 - in the dashboard container, when LAB_DOCKER_PROXY_UPSTREAMS is set (docker-compose.yml
   sets it): it listens on LAB_PROXY_LISTEN_HOST, forwards to kafka-N:9092 over the compose
   network, and admin uses LAB_DOCKER_DIRECT_BOOTSTRAP (kafka-N:9094).
@@ -63,7 +63,7 @@ STATE_FILE = "cluster.json"
 # Fixed host ports (docker-compose.yml publishes and advertises exactly these).
 PROXY_PORTS = {n: 19090 + n for n in NODE_IDS}  # the fault proxy; advertised by CLIENT
 CLIENT_PORTS = {n: 29090 + n for n in NODE_IDS}  # CLIENT, published for the host's proxy
-DIRECT_PORTS = {n: 39090 + n for n in NODE_IDS}  # DIRECT_HOST, published and advertised
+DIRECT_PORTS = {n: 29190 + n for n in NODE_IDS}  # DIRECT_HOST, published and advertised
 
 ENV_UPSTREAMS = "LAB_DOCKER_PROXY_UPSTREAMS"
 ENV_DIRECT = "LAB_DOCKER_DIRECT_BOOTSTRAP"
@@ -223,7 +223,7 @@ def run_compose(compose_file: Path, args: list[str], timeout: float) -> None:
         raise _engine_problem(PermissionError(output))
     if "port is already allocated" in lowered or "address already in use" in lowered:
         raise PortInUseError(
-            f"`{shown}` failed: a port the brokers publish (2909N, 3909N) is taken by "
+            f"`{shown}` failed: a port the brokers publish (2909N, 2919N) is taken by "
             f"another process. Free it and start again. Docker said: {output[-300:]}"
         )
     raise ClusterError(f"`{shown}` failed (exit {result.returncode}): {output[-500:]}")

@@ -2,7 +2,7 @@
 
 The engine is the machine's own, or a dockerd the session starts (tests/dockerenv.py); the
 brokers' image is apache/kafka, or the stand-in built from the pinned jars where it cannot
-be pulled. The fixed host ports 1909N, 2909N and 3909N must be free. One cluster serves the
+be pulled. The fixed host ports 1909N, 2909N and 2919N must be free. One cluster serves the
 module; its teardown checks that `cluster down` leaves nothing of the compose project.
 """
 
@@ -98,7 +98,7 @@ def test_all_nodes_run_behind_the_proxy(cluster) -> None:
     # Metadata read through the proxy names the proxy's ports, so clients never bypass it.
     assert proxied.brokers == {n: f"127.0.0.1:{19090 + n}" for n in (1, 2, 3)}
     direct = admin.describe(cluster.direct_bootstrap)
-    assert direct.brokers == {n: f"127.0.0.1:{39090 + n}" for n in (1, 2, 3)}
+    assert direct.brokers == {n: f"127.0.0.1:{29190 + n}" for n in (1, 2, 3)}
     assert cluster.proxy_control().ping()
 
 
@@ -178,7 +178,7 @@ def postgres_container(docker_env, cluster) -> Iterator[str]:
 
     docker_env.require("postgres")
     cluster._compose(["up", "-d", "postgres"], timeout=600)
-    dsn = "postgresql://lab:lab-dev-only@127.0.0.1:55432/lab"  # the compose file's defaults
+    dsn = "postgresql://lab:lab-dev-only@127.0.0.1:25432/lab"  # the compose file's defaults
     deadline = time.monotonic() + 90
     while True:
         try:

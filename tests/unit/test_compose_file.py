@@ -115,6 +115,19 @@ def test_every_published_port_binds_loopback_only(compose: dict[str, Any]) -> No
     assert len(seen) == len(set(seen)), "two services publish the same host port"
 
 
+def test_no_published_port_is_in_the_ephemeral_range(compose: dict[str, Any]) -> None:
+    """Linux lends ports from 32768 up (ip_local_port_range) to outgoing connections: a
+    fixed host port there is taken now and then by any client on the machine, and the
+    container then fails to start ("bind: address already in use"; seen in CI on 39092)."""
+    low = 32768
+    range_file = Path("/proc/sys/net/ipv4/ip_local_port_range")
+    if range_file.exists():
+        low = min(low, int(range_file.read_text().split()[0]))
+    for name, service in compose["services"].items():
+        for _, host_port, _ in published(service):
+            assert host_port < low, f"{name} publishes {host_port}, a port Linux lends out"
+
+
 def test_nodes_agree_on_the_quorum(compose: dict[str, Any]) -> None:
     voters = {kafka_env(compose, n)["KAFKA_CONTROLLER_QUORUM_VOTERS"] for n in NODES}
     assert voters == {"1@kafka-1:9093,2@kafka-2:9093,3@kafka-3:9093"}
@@ -480,7 +493,7 @@ def test_leftover_broker_containers_are_taken_over_and_said(
 
 def test_host_layout(state_dir: Path) -> None:
     cluster, _ = make_cluster("running", "running", "running")
-    assert cluster.direct_bootstrap == "127.0.0.1:39091,127.0.0.1:39092,127.0.0.1:39093"
+    assert cluster.direct_bootstrap == "127.0.0.1:29191,127.0.0.1:29192,127.0.0.1:29193"
     assert cluster.proxied_bootstrap == "127.0.0.1:19091,127.0.0.1:19092,127.0.0.1:19093"
     assert cluster.layout.routes() == [
         "1:127.0.0.1:19091:127.0.0.1:29091",
@@ -557,7 +570,7 @@ def test_restart_starts_the_container_and_waits_on_the_node_itself(
     )
     cluster.restart_node(1, timeout=5)
     assert items[0].calls == ["start"]
-    assert waited == [("127.0.0.1:39091", {1}), (cluster.proxied_bootstrap, {1})]
+    assert waited == [("127.0.0.1:29191", {1}), (cluster.proxied_bootstrap, {1})]
 
 
 def test_start_and_stop_run_compose_with_argument_lists(
