@@ -97,8 +97,9 @@ def test_a_last_leader_back_with_an_empty_disk_leads_and_the_follower_truncates_
 
 def test_a_leader_that_shuts_down_cleanly_answers_not_leader_and_the_retry_stores_once(cluster3):
     """NOT_LEADER_OR_FOLLOWER, beside retry-reorder's REQUEST_TIMED_OUT: what the old leader
-    had not replicated is not committed, so the retries store each write once and in order,
-    without idempotence too."""
+    had not replicated is not committed, so the retries lose nothing and keep the order,
+    without idempotence too (a write the follower had already copied may be stored twice
+    there; idempotence rules that out, checked by the scenario's expectations)."""
     for level, result in _run_levels("leader-moves", cluster3).items():
         faults = result["faults"]
         leader = _kinds(faults, "stop-leader")[0]["node"]
