@@ -1,6 +1,6 @@
 """How fast the PySpark metrics are, and how they scale against DuckDB on the same data.
 
-    .venv/bin/python -m benchmarks.metrics_bench                 # all of it, ~40 min here
+    .venv/bin/python -m benchmarks.metrics_bench                 # all of it, ~17 min here
     .venv/bin/python -m benchmarks.metrics_bench --sizes 10000,100000 --skip-run --skip-cold
     .venv/bin/python -m benchmarks.metrics_bench --only typical   # the typical run alone
 
@@ -419,7 +419,8 @@ def measure_scaling(sizes: list[int], data_root: Path, repeats: int) -> list[dic
         folder = ensure_data(data_root, size)
         parquet_mib = sum(p.stat().st_size for p in folder.glob("*.parquet")) / 2**20
         spark_args = ["--worker", "spark", "--data", str(folder), "--warmup", str(warmup)]
-        spark = median_of([in_process(spark_args, lab_settings(size)) for _ in range(repeats)])
+        settings = lab_settings(size)
+        spark = median_of([in_process(spark_args, settings) for _ in range(repeats)])
         duck = median_of(
             [in_process(["--worker", "duckdb", "--data", str(folder)]) for _ in range(repeats)]
         )
@@ -427,7 +428,7 @@ def measure_scaling(sizes: list[int], data_root: Path, repeats: int) -> list[dic
             {
                 "messages": size,
                 "parquet_mib": round(parquet_mib, 1),
-                "jit": "C2" if lab_settings(size) else "C1",
+                "jit": "C2" if settings else "C1",
                 "spark": spark,
                 "duckdb": duck,
                 "agree": spark["results"] == duck["results"] and spark["agree"] and duck["agree"],

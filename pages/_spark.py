@@ -47,14 +47,24 @@ class SparkService:
                 return
             self.step, self.fraction = "starting", 0.0
             self._future = start_spark_in_background(self._progress, then=self._warm_up)
+            self._future.add_done_callback(self._then_warm_up_kafka)
 
     def _warm_up(self, spark: SparkSession) -> None:
         from engine.metrics.spark_job import warm_up_judgement
 
         self._progress("warming up the metrics job", 0.95)
         warm_up_judgement(spark)
-        self._progress("warming up Spark's Kafka source", 0.97)
-        self._warm_up_kafka(spark)
+
+    def _then_warm_up_kafka(self, future: Future[SparkSession]) -> None:
+        """Once the session is handed out, warm its Kafka source in a thread of its own: the
+        cluster may still be starting, and pages must not wait for it to use Spark."""
+        if future.exception() is None:
+            threading.Thread(
+                target=self._warm_up_kafka,
+                args=(future.result(),),
+                name="spark-kafka-warm-up",
+                daemon=True,
+            ).start()
 
     def _warm_up_kafka(self, spark: SparkSession) -> None:
         """Judge a few records read from the dashboard's cluster, once it is up (best effort).
@@ -76,7 +86,7 @@ class SparkService:
         try:
             with service.shared():
                 warm_up_judgement(spark, rounds=1, bootstrap=cluster.direct_bootstrap)
-        except Exception:  # a warm-up only: a broker down now must not fail Spark's start
+        except Exception:  # a warm-up only: a broker down now must not fail anything
             return
 
     def _progress(self, what: str, fraction: float) -> None:

@@ -28,6 +28,7 @@ RECORD_SOURCE = "the records saved with the run"
 # dashboard's session keeps the settings that make a class's runs fast.
 DEFAULT_BIG_RUN_ROWS = 1_000_000
 _BIG_PROCESS = "LAB_METRICS_BIG_PROCESS"  # set in that process, so it does not start another
+_PROGRESS = "@progress "  # how that process's progress lines start on its stderr
 
 
 def big_run_rows() -> int:
@@ -123,9 +124,6 @@ def compute_in_big_process(
     if saved is None:
         raise MetricsError(f"The metrics process finished but saved no metrics for {run_id}.")
     return saved
-
-
-_PROGRESS = "@progress "
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -310,13 +310,17 @@ def _sql(spark: SparkSession, text: str, **views: DataFrame) -> DataFrame:
             catalog.dropTempView(name)
 
 
-def _sql_literal(value: str | int | bool) -> str:
+def _sql_literal(value: str | int | bool | float) -> str:
     if isinstance(value, bool):
         return "TRUE" if value else "FALSE"
-    return str(int(value)) if isinstance(value, int) else _sql_str(value)
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):  # exactly this double: repr round-trips, Java parses it back
+        return f"CAST({_sql_str(repr(value))} AS DOUBLE)"
+    return _sql_str(value)
 
 
-def _sql_codes(column: str, mapping: Mapping[Any, str | int | bool]) -> str:
+def _sql_codes(column: str, mapping: Mapping[Any, str | int | bool | float]) -> str:
     """`mapping[column]` as a CASE of literals (NULL for any other value): constant-folded."""
     if not mapping:
         return "NULL"
@@ -621,20 +625,8 @@ _LATENCY_BUCKET = (
 )
 
 
-def _double_sql(x: float) -> str:
-    """A Spark SQL literal of exactly the double `x` (repr round-trips; Java parses it back)."""
-    return f"CAST({_sql_str(repr(float(x)))} AS DOUBLE)"
-
-
 def _sql_ints(values: Iterable[int]) -> str:
     return ", ".join(str(int(v)) for v in sorted(values))
-
-
-def _per_level(values: Mapping[str, str]) -> str:
-    """A CASE on `level` giving each level its SQL expression (NULL for any other)."""
-    if not values:
-        return "CAST(NULL AS DOUBLE)"
-    return f"CASE level {' '.join(f'WHEN {_sql_str(k)} THEN {v}' for k, v in values.items())} END"
 
 
 def _picks_sql(
@@ -669,8 +661,8 @@ def _picks_sql(
         )
         or "FALSE"
     )
-    start = _per_level({level: _double_sql(s) for level, (s, _) in windows.items()})
-    width = _per_level({level: _double_sql(w) for level, (_, w) in windows.items()})
+    start = _sql_codes("level", {level: s for level, (s, _) in windows.items()})
+    width = _sql_codes("level", {level: w for level, (_, w) in windows.items()})
     return f"""
 WITH timed AS (
     SELECT level, {lat}, consumed_at FROM {{facts}} WHERE in_ledger AND {lat} IS NOT NULL

@@ -13,7 +13,6 @@ import math
 import os
 import shutil
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from engine import record
@@ -127,7 +126,3 @@ def read_page(
     if "offsets" in frame:
         frame["offsets"] = [list(x) if x is not None else [] for x in frame["offsets"]]
     return VerdictPage(rows=frame, first=first, total=total)
-
-
-def parquet_path(run_id: str) -> Path:
-    return record.run_folder(run_id) / PARQUET_DIR
