@@ -369,13 +369,26 @@ def broker_answers(faults: Sequence[dict[str, Any]]) -> list[str]:
     """The errors the brokers answered Produce requests with, as the fault proxy saw them.
 
     One line per error and node; a client that retries every 100 ms gets dozens of the same.
+    NOT_LEADER_OR_FOLLOWER means "not the current leader" from any node; from a node the
+    nemesis did not take down, and that led the partition afterwards, it is the new leader
+    answering before it had applied its own election, which is said so.
     """
     by_error: dict[tuple[Any, Any], list[dict[str, Any]]] = defaultdict(list)
+    taken_down = set()
     for fault in faults:
         if fault.get("source") == "proxy" and fault.get("kind") == "produce_error":
             by_error[(fault.get("node"), fault.get("error"))].append(fault)
+        elif fault.get("kind") in ("stop-leader", "kill-leader") and fault.get("source") != "proxy":
+            taken_down.add(fault.get("node"))
     out = []
     for (node, error), seen in by_error.items():
+        meaning = PRODUCE_ERROR_MEANING.get(error)
+        if error == "NOT_LEADER_OR_FOLLOWER" and taken_down and node not in taken_down:
+            later = [
+                f for f in faults if f.get("kind") == "isr" and f.get("t", 0) >= seen[0].get("t", 0)
+            ]
+            took_over = any(f.get("leader") == node for f in later)
+            meaning = (NOT_LEADER_YET if took_over else NOT_LEADER_ELSEWHERE).format(node=node)
         first = seen[0]
         if len(seen) == 1:
             which = f"the Produce request with correlation id {first.get('correlation_id')}"
@@ -386,9 +399,23 @@ def broker_answers(faults: Sequence[dict[str, Any]]) -> list[str]:
             f"Node {node} answered {which} with {error}, after "
             f"{first.get('waited_ms'):g} ms for the first (seen by the fault proxy; the client "
             "retries such an error on its own, if its settings allow)."
-            + (f" {PRODUCE_ERROR_MEANING[error]}" if error in PRODUCE_ERROR_MEANING else "")
+            + (f" {meaning}" if meaning else "")
         )
     return out
+
+
+# NOT_LEADER_OR_FOLLOWER from the node about to lead (leader-moves): Kafka's text for the error
+# is "the broker is not the current leader", which was true for that node at that moment.
+NOT_LEADER_YET = (
+    "Node {node} did not lead the partition yet when the request arrived, and led it soon "
+    "after: the controller had chosen it and the client already sent its writes there, but "
+    "node {node} had not yet applied that choice (each broker applies the controller's "
+    "metadata records on its own). Nothing was appended; the client retried."
+)
+NOT_LEADER_ELSEWHERE = (
+    "Node {node} was not the partition's leader when the request arrived (what the error "
+    "means): nothing was appended, and the client retried."
+)
 
 
 def lost_coordinator_messages(faults: Sequence[dict[str, Any]]) -> list[str]:

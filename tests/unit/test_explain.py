@@ -233,3 +233,41 @@ def test_the_brokers_answers_are_said_once_per_error_and_node():
         "retries such an error on its own, if its settings allow). The leader checks "
         "min.insync.replicas before it appends: the write was not stored.",
     ]
+
+
+def test_not_leader_from_the_node_taking_over_is_said_to_be_that():
+    """leader-moves, as seen in CI: node 2 was stopped, node 3 answered NOT_LEADER_OR_FOLLOWER
+    once (before it had applied its election), then led the partition."""
+    from engine.explain import (
+        NOT_LEADER_ELSEWHERE,
+        NOT_LEADER_YET,
+        PRODUCE_ERROR_MEANING,
+        broker_answers,
+    )
+
+    def answer(t: float, node: int, cid: int) -> dict:
+        return {
+            "t": t,
+            "source": "proxy",
+            "kind": "produce_error",
+            "node": node,
+            "correlation_id": cid,
+            "error": "NOT_LEADER_OR_FOLLOWER",
+            "waited_ms": 1.0,
+        }
+
+    faults = [
+        {"t": 0.1, "kind": "isr", "leader": 2, "isr": [2, 3]},
+        {"t": 3.6, "kind": "stop-leader", "node": 2},
+        answer(3.7, 2, 221),
+        answer(3.9, 3, 2),
+        {"t": 5.5, "kind": "isr", "leader": 3, "isr": [3]},
+    ]
+    old, new = broker_answers(faults)
+    assert (
+        old.startswith("Node 2 answered") and PRODUCE_ERROR_MEANING["NOT_LEADER_OR_FOLLOWER"] in old
+    )
+    assert new.startswith("Node 3 answered") and NOT_LEADER_YET.format(node=3) in new
+    # Without the later ISR showing node 3 as leader, nothing is claimed about it.
+    generic = broker_answers(faults[:4])[1]
+    assert NOT_LEADER_ELSEWHERE.format(node=3) in generic
