@@ -2,8 +2,8 @@
 
     .venv/bin/python -m benchmarks.click_to_verdict [--repeats 5] [--scenario NAME ...]
 
-Serves the dashboard (`streamlit run`, its own embedded cluster: 1 node, then 3 for
-broker-failover), opens the Failure lab in Debian's Chromium at 1920x1080 through
+Serves the dashboard (`streamlit run`, its own embedded cluster: 1 node, then 3 for the
+scenarios that need them), opens the Failure lab in Debian's Chromium at 1920x1080 through
 Playwright, and for each scenario presses Run and waits until the page says "Done: run"
 (said only after the results are drawn, pages._run_control.run_live) and a count card shows.
 Each scenario is timed `--repeats` times with the levels side by side (the default), and as
@@ -30,12 +30,13 @@ PRODUCER_TARGET = ("ack-loss", "network-blip", "producer-crash", "retry-reorder"
 
 
 def target_of(name: str) -> float | None:
-    scenario = load_scenario(list_scenarios()[name])
-    if scenario.nodes > 1:
+    """Issue 18's target for a scenario, or None for the scenarios it does not name."""
+    if name in PRODUCER_TARGET:
+        return 4.0
+    if name == "broker-failover":
         return 20.0
-    if scenario.pipeline == "processor":
-        return 10.0
-    return 4.0 if name in PRODUCER_TARGET else None
+    scenario = load_scenario(list_scenarios()[name])
+    return 10.0 if scenario.pipeline == "processor" and scenario.nodes == 1 else None
 
 
 @contextmanager

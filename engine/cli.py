@@ -348,7 +348,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--one-at-a-time",
         action="store_true",
         help="run the levels one after the other (default: side by side in time, unless a "
-        "fault hurts brokers or the whole network)",
+        "fault hurts brokers or the whole network and the scenario does not share it)",
     )
     run.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     run.set_defaults(func=cmd_run)

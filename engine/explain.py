@@ -176,6 +176,8 @@ def explain(
 
     if (stall := longest_lso_stall(history)) is not None:
         out.evidence.append(stall)
+    if (late := wrote_after_leader_loss(history)) is not None:
+        out.evidence.append(late)
     duplicated = [v for v in verdicts if v.copies > 1]
     if counts.duplicates and duplicated:
         ids = [v.id for v in duplicated]
@@ -308,6 +310,41 @@ def longest_lso_stall(history: Sequence[dict[str, Any]]) -> str | None:
         f"while the high watermark stood at up to {top}: a transaction was open, and a "
         f"read_committed reader got nothing from offset {first['lso']} on meanwhile (read "
         "every 0.1 s with ListOffsets at both isolation levels)."
+    )
+
+
+def wrote_after_leader_loss(history: Sequence[dict[str, Any]]) -> str | None:
+    """A producer whose first write came only after the leader was killed or stopped: its
+    counts say nothing about writes the dead leader held, and the room must be told so."""
+    lost_at = next(
+        (
+            e["t"]
+            for e in history
+            if e.get("ev") == "nemesis" and e.get("kind") in ("kill-leader", "stop-leader")
+        ),
+        None,
+    )
+    if lost_at is None:
+        return None
+    sends = [e["t"] for e in history if e.get("proc") == "producer" and e.get("ev") == "send"]
+    if not sends or min(sends) < lost_at:
+        return None
+    began = min((e["t"] for e in history if e.get("proc") == "producer"), default=lost_at)
+    init = next(
+        (e["t"] for e in history if e.get("proc") == "producer" and e.get("ev") == "txn_init"),
+        None,
+    )
+    why = ""
+    if init is not None and init >= lost_at:
+        why = (
+            f" init_transactions, for which the transaction coordinator records the producer "
+            f"in its own replicated log (__transaction_state, on the same brokers), returned "
+            f"only {init - began:.1f} s after the producer started."
+        )
+    return (
+        f"This level's producer sent its first message {min(sends) - lost_at:.1f} s after the "
+        f"leader was lost.{why} None of its writes was on the node that died: this run shows "
+        "it waiting out the failover, not what happens to writes a dead leader held."
     )
 
 

@@ -50,6 +50,27 @@ class HistoryWriter:
         self._file.close()
 
 
+class HistoryFanOut:
+    """One writer's events in several histories, each line identical in all of them.
+
+    A nemesis that strikes every level at once (shared_faults) records each fault in every
+    level's own history, with the same time, so each level is judged from a full record.
+    """
+
+    def __init__(self, writers: list[HistoryWriter]) -> None:
+        self.writers = writers
+        self.proc = writers[0].proc
+
+    def write(self, ev: str, **attrs: Any) -> None:
+        line = self.writers[0].line(ev, **attrs)
+        for writer in self.writers:
+            writer.write_text(line)
+
+    def close(self) -> None:
+        for writer in self.writers:
+            writer.close()
+
+
 def read_jsonl(path: str | Path) -> list[dict[str, Any]]:
     """Read a JSONL file, skipping a torn last line (its writer may have been killed)."""
     events = []

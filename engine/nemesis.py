@@ -23,10 +23,10 @@ from typing import Any
 from engine.cluster.base import Cluster
 from engine.errors import LabError, UnsupportedFaultError
 from engine.failpoints import FailPoint, wait_stopped
-from engine.history import HistoryWriter
+from engine.history import HistoryFanOut, HistoryWriter
 from engine.kafka import admin
 from engine.processes import RoleProcess
-from engine.scenario import Fault
+from engine.scenario import BROKER_FAULTS, Fault
 
 
 @dataclass
@@ -38,7 +38,7 @@ class NemesisContext:
     client_ids: dict[str, str]  # role base name -> client.id prefix, for proxy targeting
     processes: Callable[[str], RoleProcess | None]  # the live instance of a role
     replace: Callable[[str, Fault], None]  # start a replacement instance of a role
-    history: HistoryWriter
+    history: HistoryWriter | HistoryFanOut
     started_at: float = field(default_factory=time.time)
     # Called after every fault on a node, so that a watcher reads the partition again.
     node_changed: Callable[[], None] = lambda: None
@@ -51,22 +51,12 @@ PROXY_FAULTS = (
     "latency",
     "reset-connections",
 )
-# Faults that reach beyond one level's own clients: the brokers, and the proxy as a whole.
-# A run with any of them runs its levels one at a time and has the cluster alone; the others
-# (drops aimed at one level's client ids, crashes and pauses of its own processes) stay
-# inside the level that suffers them.
-BROKER_FAULTS = frozenset(
-    {
-        "kill-leader",
-        "kill-follower",
-        "stop-leader",
-        "wipe-partition",
-        "pause-followers",
-        "pause-follower",
-        "resume-nodes",
-        "restart-nodes",
-    }
-)
+# Faults that reach beyond one level's own clients: the brokers (BROKER_FAULTS, kept with
+# the scenario's fault kinds), and the proxy as a whole. A run with any of them runs its
+# levels one at a time and has the cluster alone, unless its scenario shares its faults
+# (shared_faults: one strike for every level at once); the others (drops aimed at one
+# level's client ids, crashes and pauses of its own processes) stay inside the level that
+# suffers them.
 PROXY_WIDE_FAULTS = frozenset({"blackhole", "latency", "reset-connections"})
 
 

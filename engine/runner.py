@@ -1,6 +1,7 @@
 """Runs a scenario: for each level, workload -> clients -> nemesis -> checker, then records it.
 
-The levels run side by side in time unless a fault reaches beyond one level (run_scenario).
+The levels run side by side in time unless a fault reaches beyond one level; a scenario
+whose broker faults are shared runs them at once under one nemesis (schedule_of).
 
 One level's run:
 1. create the run's own topics (names carry the run id and the level);
@@ -21,11 +22,12 @@ import re
 import secrets
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from confluent_kafka import Consumer, TopicPartition
 
@@ -35,7 +37,7 @@ from engine.cluster.base import Cluster
 from engine.errors import LabError
 from engine.explain import broker_answers, explain, id_ranges, lost_coordinator_messages
 from engine.failpoints import FailPoint
-from engine.history import HistoryWriter, Tail, merge
+from engine.history import HistoryFanOut, HistoryWriter, Tail, merge
 from engine.kafka import admin
 from engine.kafka.elr import (
     ElrWatch,
@@ -57,6 +59,9 @@ from engine.proxy.control import read_events
 from engine.scenario import Fault, Scenario
 
 Progress = Callable[[str, float], None]  # (what is happening, fraction of the run done)
+
+# How a run's levels share time (schedule_of).
+Schedule = Literal["side-by-side", "shared-faults", "one-at-a-time"]
 
 # The coordinator looks for timed-out transactions every
 # transaction.abort.timed.out.transaction.cleanup.interval.ms (10 s by default); 5 s more for
@@ -148,6 +153,8 @@ class LevelRun:
             "processor": f"{run_id}-{level.name}-processor",
         }
         self.started_at = time.time()
+        # What the run's evidence must also say about how this level was run.
+        self.notes: list[str] = []
         # Fault points armed in the first instance of a role (a replacement runs unarmed).
         self.failpoints: dict[str, FailPoint] = {
             fault_target(f): point for f in scenario.faults if (point := armed_point(f))
@@ -509,6 +516,7 @@ class LevelRun:
         why.evidence += broker_answers(faults)
         why.evidence += lost_coordinator_messages(faults)
         why.evidence += judging_caveats(still_open, verdicts, txn_timeout_s + TXN_ABORT_SCAN_S)
+        why.evidence += self.notes
         if not in_sync:
             why.evidence.append(
                 "A replica of the topic was still out of sync 60 s after the clients stopped: "
@@ -705,10 +713,8 @@ def run_scenario(
 ) -> dict[str, Any]:
     """Run a scenario's levels and return the `engine run --json` object.
 
-    The levels run side by side in time when no fault of the scenario reaches beyond one
-    level (each level has its own topics, clients, client ids and proxy rules), and one after
-    the other when a fault hurts brokers or the whole proxy. `side_by_side=False` forces one
-    at a time; True is refused for a scenario whose faults would touch every level.
+    How the levels share time is schedule_of's choice; `side_by_side=False` forces one at
+    a time, and True is refused for a scenario whose faults would touch every level.
     """
     chosen = levels or scenario.levels
     for name in chosen:
@@ -720,13 +726,7 @@ def run_scenario(
             f"{len(cluster.node_ids)}. Start one with `python -m engine cluster up --nodes "
             f"{scenario.nodes}`."
         )
-    overlap_safe = not reaches_beyond_level(list(scenario.faults))
-    if side_by_side and not overlap_safe:
-        raise LabError(
-            f"Scenario '{scenario.name}' hurts brokers or the whole network, so its levels "
-            "run one at a time (a fault in one level would strike the others too)."
-        )
-    together = overlap_safe if side_by_side is None else side_by_side
+    schedule = schedule_of(scenario, side_by_side)
     # A level whose own prerequisite is missing (a database) is not run; the others are, and
     # the run records and returns them with the reason, which the pages and the CLI show.
     not_run = {name: why for name in chosen if (why := level_unavailable(name))}
@@ -738,7 +738,9 @@ def run_scenario(
     try:
         if not runnable:
             raise LevelUnavailableError(" ".join(not_run.values()))
-        if together and len(runnable) > 1:
+        if schedule == "shared-faults":
+            _run_shared_faults(scenario, cluster, run_id, folder, runnable, report, results)
+        elif schedule == "side-by-side" and len(runnable) > 1:
             _run_side_by_side(scenario, cluster, run_id, folder, runnable, report, results)
         else:
             for index, name in enumerate(runnable):
@@ -758,6 +760,30 @@ def run_scenario(
     record.finish_run(folder, status="complete", results=results, not_run=not_run)
     record.prune_runs()  # keeps the disk use of runs/ bounded (LAB_KEEP_RUNS)
     return output
+
+
+def schedule_of(scenario: Scenario, side_by_side: bool | None = None) -> Schedule:
+    """How a scenario's levels run in time.
+
+    - side by side, when no fault reaches beyond one level: each level has its own topics,
+      clients, client ids and proxy rules, so its faults cannot touch another's;
+    - shared faults, when the scenario says so (shared_faults): its broker faults strike
+      every level at the same moment, from one nemesis (_run_shared_faults);
+    - one at a time otherwise (a fault hurts brokers or the whole proxy), or when asked
+      (`side_by_side=False`).
+    """
+    if side_by_side is False:
+        return "one-at-a-time"
+    if not reaches_beyond_level(list(scenario.faults)):
+        return "side-by-side"
+    if scenario.shared_faults:
+        return "shared-faults"
+    if side_by_side:
+        raise LabError(
+            f"Scenario '{scenario.name}' hurts brokers or the whole network, so its levels "
+            "run one at a time (a fault in one level would strike the others too)."
+        )
+    return "one-at-a-time"
 
 
 def _run_level(
@@ -815,6 +841,153 @@ def _run_side_by_side(
             results[name] = future.result()
     if errors:
         raise errors[0]
+
+
+def _run_shared_faults(
+    scenario: Scenario,
+    cluster: Cluster,
+    run_id: str,
+    folder: Path,
+    chosen: list[str],
+    report: Progress,
+    results: dict[str, Any],
+) -> None:
+    """Every level at once, under one nemesis whose broker faults strike them all together.
+
+    Every level's partitions are placed with the same leader, a node that is not the active
+    controller (the lab's placement, said in each level's evidence), so "the leader" and "its
+    followers" are the same nodes for all. The producers wait, started, at a gate; the
+    nemesis's clock starts as it opens, with the faults at 0 s already in place; a fault on
+    the producers' events fires once every level's producer has reached it. Each fault is
+    written once, with one time, into every level's history.
+    """
+    runs = [LevelRun(scenario, LEVELS[name], cluster, run_id, folder) for name in chosen]
+    judged: set[str] = set()
+    lock = threading.Lock()
+
+    def step(what: str) -> None:
+        with lock:
+            report(what, len(judged) / len(chosen))
+
+    try:
+        direct = cluster.direct_bootstrap
+        controller = admin.describe(direct).controller_id
+        leader = next(n for n in cluster.node_ids if n != controller)
+        for level_run in runs:
+            level_run.prepare(step, leader=leader)
+        gate = folder / "start-gate"
+        producers = []
+        for level_run in runs:
+            spec = {**level_run.producer_spec(level_run.ledger), "start_gate": str(gate)}
+            producers.append(level_run.start_role("producer", "producer", spec))
+        step("waiting for every producer to start")
+        _wait_for_event(producers, "start", timeout=60.0)
+        history = HistoryFanOut([level_run.nemesis_history for level_run in runs])
+        started = time.time()
+        nemesis = Nemesis(
+            list(scenario.faults),
+            NemesisContext(
+                cluster=cluster,
+                topic=runs[0].judged_topic,  # every level's has the same leader
+                client_ids={},
+                processes=lambda _base: None,
+                replace=lambda _base, _fault: None,
+                history=history,
+                started_at=started,
+            ),
+        )
+        nemesis.tick()  # faults at 0 s are in place before the first message
+        gate.touch()
+        others = ", ".join(LEVELS[name].title.lower() for name in chosen)
+        for level_run in runs:
+            level_run.started_at = started
+            level_run.notes.append(
+                f"The levels ({others}) ran at the same time and this scenario's broker faults "
+                f"struck them all at once: the lab placed the partition of every level's topic "
+                f"with node {leader} as its leader (not the active controller, node "
+                f"{controller}), so each fault hit every level's partition at the same moment."
+            )
+            step(f"{level_run.level.title}: running")
+        try:
+            _drive_together(nemesis, runs, started + scenario.timeout_s)
+        finally:
+            nemesis.heal()
+
+        def finish(level_run: LevelRun) -> dict[str, Any]:
+            try:
+                return level_run.finish(step)
+            finally:
+                with lock:
+                    judged.add(level_run.level.name)
+                step(f"{level_run.level.title}: judged")
+
+        with ThreadPoolExecutor(max_workers=len(runs), thread_name_prefix=run_id) as pool:
+            futures = {pool.submit(finish, r): r.level.name for r in runs}
+        errors = [f.exception() for f in futures if f.exception() is not None]
+        for future, name in futures.items():
+            if future.exception() is None:
+                results[name] = future.result()
+        # Results in the chosen order, as the other schedules keep them.
+        ordered = {name: results.pop(name) for name in chosen if name in results}
+        results.update(ordered)
+        if errors:
+            raise errors[0]
+    finally:
+        for level_run in runs:
+            for process in level_run.processes:
+                process.stop(timeout=5)
+
+
+def _wait_for_event(processes: list[RoleProcess], event: str, timeout: float) -> None:
+    """Until each process has written `event` to its history; RunFailed if one dies first."""
+    deadline = time.time() + timeout
+    tails = {id(p): Tail(p.history) for p in processes}
+    waiting = list(processes)
+    while waiting:
+        for process in list(waiting):
+            if any(e.get("ev") == event for e in tails[id(process)].read_new()):
+                waiting.remove(process)
+            elif not process.alive():
+                raise RunFailed(
+                    f"{process.name} ({process.history.parent.name}) exited before it started; "
+                    "its log is in the run folder"
+                )
+        if waiting and time.time() > deadline:
+            raise RunFailed(f"{len(waiting)} process(es) did not start within {timeout:.0f}s")
+        time.sleep(0.02)
+
+
+def _drive_together(nemesis: Nemesis, runs: list[LevelRun], deadline: float) -> None:
+    """Fire the shared faults until they are done and every level's clients are.
+
+    A fault on a count of the producers' events fires once every level's producer has
+    reached the count: the nemesis is given, for each event, the smallest count among the
+    levels (their producers start together at the gate, so they are never far apart).
+    """
+    tails: dict[Path, Tail] = {}
+    counts: dict[str, Counter[tuple[str, str]]] = {r.level.name: Counter() for r in runs}
+    while True:
+        for level_run in runs:
+            for process in level_run.processes:
+                tail = tails.setdefault(process.history, Tail(process.history))
+                for event in tail.read_new():
+                    base = str(event.get("proc", "")).split("#")[0]
+                    counts[level_run.level.name][(base, str(event.get("ev")))] += 1
+        keys = set().union(*counts.values())
+        nemesis.counts = Counter({k: min(c[k] for c in counts.values()) for k in keys})
+        nemesis.tick()
+        if nemesis.pending and all(level_run.clients_finished() for level_run in runs):
+            nemesis.drop_unreachable()
+        if nemesis.done and all(level_run.clients_finished() for level_run in runs):
+            return
+        if time.time() > deadline:
+            late = [r.level.name for r in runs if not r.clients_finished()]
+            raise RunFailed(
+                f"{', '.join(late) or 'the faults'} did not finish within "
+                f"{runs[0].scenario.timeout_s:.0f}s (raise timeout_s in the scenario, or look "
+                "at the clients' logs in the run folder)"
+            )
+        time.sleep(0.05)
 
 
 def default_runs_dir() -> Path:

@@ -72,6 +72,20 @@ FaultKind = Literal[
     "restart-nodes",
 ]
 
+# The faults that strike brokers, not one level's clients (engine.nemesis carries them out).
+BROKER_FAULTS = frozenset(
+    {
+        "kill-leader",
+        "kill-follower",
+        "stop-leader",
+        "wipe-partition",
+        "pause-followers",
+        "pause-follower",
+        "resume-nodes",
+        "restart-nodes",
+    }
+)
+
 
 class Fault(_Strict):
     kind: FaultKind
@@ -129,6 +143,12 @@ class Scenario(_Strict):
     # Place every partition's replicas on nodes that are not the active controller (a
     # follower can then be frozen without stalling the metadata quorum); replication 2.
     replicas_avoid_controller: bool = False
+    # The levels run at the same time and suffer the same broker faults, once: every level's
+    # partition is placed with the same leader (a node that is not the active controller),
+    # so one kill strikes them all at the same moment. Only for a producer pipeline whose
+    # faults are all broker faults, each on a timer or on a count of the producers' events
+    # (met once every level's producer has reached it; engine.runner._run_shared_faults).
+    shared_faults: bool = False
     # Record the judged partition's leader, ISR and high watermark whenever they change.
     watch_isr: bool = False
     # Also read its eligible leader replicas (ELR) and last known leader whenever a node
@@ -259,12 +279,36 @@ class Scenario(_Strict):
                     f"{fault.kind} takes target: leader or target: follower (the node that "
                     f"kill-leader or kill-follower took down), not '{fault.target}'"
                 )
+        if self.shared_faults:
+            self._check_shared_faults()
         for level in self.producer_overrides:
             if level not in self.levels:
                 raise ValueError(
                     f"producer_overrides names '{level}', which the scenario does not run"
                 )
         return self
+
+    def _check_shared_faults(self) -> None:
+        if self.pipeline != "producer":
+            raise ValueError("shared_faults is for pipeline: producer")
+        if self.nodes != 3 or self.replication < 2:
+            raise ValueError(
+                "shared_faults places one leader and its followers: use nodes: 3 "
+                "and replication: 2 or 3"
+            )
+        for fault in self.faults:
+            when = fault.when
+            if fault.kind not in BROKER_FAULTS or when.process not in (None, "producer"):
+                raise ValueError(
+                    "shared_faults strikes every level with the same broker faults, on a "
+                    f"timer or on the producers' events: '{fault.kind}' must be a broker "
+                    "fault with when: {at_s: ...} or when: {process: producer, ...}"
+                )
+        if self.watch_isr or self.watch_elr or self.watch_offsets or self.replicas_avoid_controller:
+            raise ValueError(
+                "shared_faults places the replicas itself and watches no partition: leave out "
+                "watch_isr, watch_elr, watch_offsets and replicas_avoid_controller"
+            )
 
 
 def _describe(error: dict[str, Any]) -> str:

@@ -6,6 +6,11 @@ the same live lanes the presenter sees from the run's history files (read once f
 room), and every 2 s between runs. When the run ends, or another begins, the whole page is
 drawn again with the result, read once for the room too. Nothing is pushed from the
 presenter's session, so a slow viewer never slows the run.
+
+A run of the Failure lab or the Lesson ends on the presenter's page first: the viewers draw
+its result once the presenter's page has drawn it (or RESULT_GRACE_S after the run ended,
+if the presenter's page went elsewhere). Thirty sessions drawing the same result at the same
+moment as the presenter's took the CPU its own drawing needed (benchmarks/room_load.py).
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ import streamlit as st
 from engine import record
 from engine.errors import LabError
 from engine.live import LevelSnapshot, RunWatch
+from engine.runner import Schedule
 from pages._live_view import LiveView
 from pages._run_view import render_run
 from pages._shared import show_error
@@ -27,6 +33,7 @@ from pages._shared import show_error
 POLL_S = 0.5  # while the presenter's run goes on
 IDLE_POLL_S = 2.0  # between runs: only to notice the next one begin
 SHARED_READ_S = 0.25  # the run's files are read at most this often, for all viewers at once
+RESULT_GRACE_S = 3.0  # a result the presenter's page has not drawn by then is shown anyway
 
 
 @dataclass(frozen=True)
@@ -37,9 +44,11 @@ class Broadcast:
     title: str  # what the room is told it is watching
     levels: tuple[str, ...]
     pipeline: str  # the live view's counters: producer, processor or stream
-    together: bool  # levels side by side, or one at a time
+    schedule: Schedule  # how the levels share time (engine.runner.schedule_of)
     proxy_events: Path | None = None
     proxy_offset: int = 0  # the proxy's event file's size when the run began
+    # The presenter's page draws the result and says so (RoomFeed.presenter_drew).
+    presenter_draws_result: bool = False
 
 
 def proxy_start(path: Path | None) -> int:
@@ -62,6 +71,8 @@ class RoomFeed:
         self._watch: RunWatch | None = None
         self._snapshots: list[LevelSnapshot] = []
         self._read_at = 0.0
+        self._drawn: set[str] = set()  # runs whose result the presenter's page has drawn
+        self._ended_at: dict[str, float] = {}  # when a viewer first saw each run ended
 
     def begin(self, broadcast: Broadcast) -> None:
         watch = RunWatch(
@@ -73,6 +84,24 @@ class RoomFeed:
         with self._lock:
             self.current, self.version = broadcast, self.version + 1
             self._watch, self._snapshots, self._read_at = watch, [], 0.0
+
+    def presenter_drew(self, run_id: str) -> None:
+        """The presenter's page has drawn this run's result: the room may draw it now."""
+        with self._lock:
+            self._drawn.add(run_id)
+
+    def result_ready(self, broadcast: Broadcast) -> bool:
+        """Whether viewers draw the run's result now: it has ended and, when the presenter's
+        page draws it, that page has (or RESULT_GRACE_S went by without it)."""
+        if not ended(broadcast.run_id):
+            return False
+        if not broadcast.presenter_draws_result:
+            return True
+        with self._lock:
+            if broadcast.run_id in self._drawn:
+                return True
+            seen = self._ended_at.setdefault(broadcast.run_id, time.monotonic())
+            return time.monotonic() - seen >= RESULT_GRACE_S
 
     def snapshot(self) -> tuple[int, Broadcast | None]:
         with self._lock:
@@ -119,7 +148,7 @@ def follow_panel(where: str) -> bool:
     if not following:
         return False
     version, current = room_feed().snapshot()
-    finished = current is not None and ended(current.run_id)
+    finished = current is not None and room_feed().result_ready(current)
     if current is None or finished:
         _wait_for_a_run(version)
     else:
@@ -147,10 +176,10 @@ def _wait_for_a_run(version: int) -> None:
 def _watch_run(version: int, current: Broadcast) -> None:
     """During a run: the live lanes; the whole page again when it ends or another begins."""
     feed = room_feed()
-    if feed.snapshot()[0] != version or ended(current.run_id):
+    if feed.snapshot()[0] != version or feed.result_ready(current):
         st.rerun(scope="app")
     st.markdown(f"#### The presenter is running {current.title}")
     view = LiveView(
-        st.container(), list(current.levels), current.pipeline, together=current.together
+        st.container(), list(current.levels), current.pipeline, schedule=current.schedule
     )
     view.draw(feed.live_snapshots(), "following the presenter's run")

@@ -15,6 +15,16 @@ from streamlit.delta_generator import DeltaGenerator
 
 from engine.levels import LEVELS
 from engine.live import LevelSnapshot
+from engine.runner import Schedule
+
+# The live view's header: how the levels share time (engine.runner.schedule_of).
+SCHEDULE_WORDS: dict[Schedule, str] = {
+    "side-by-side": "the levels run side by side, at the same time",
+    "shared-faults": (
+        "the levels run at the same time, and each broker fault strikes them all at once"
+    ),
+    "one-at-a-time": "the levels run one at a time: this scenario's faults hurt the whole cluster",
+}
 
 # (snapshot field, card label, what it counts); one set per pipeline.
 COUNTERS: dict[str, list[tuple[str, str, str]]] = {
@@ -48,9 +58,17 @@ class LiveView:
     """Placeholders inside the run's status box, filled again at each poll."""
 
     def __init__(
-        self, box: DeltaGenerator, levels: list[str], pipeline: str, *, together: bool = True
+        self,
+        box: DeltaGenerator,
+        levels: list[str],
+        pipeline: str,
+        *,
+        schedule: Schedule = "side-by-side",
     ) -> None:
-        self.levels, self.pipeline, self.together = levels, pipeline, together
+        self.levels, self.pipeline = levels, pipeline
+        # Side by side or under shared faults the levels run at once, each lane at its step.
+        self.together = schedule != "one-at-a-time"
+        self.how = SCHEDULE_WORDS[schedule]
         self.header = box.empty()
         self.lanes = box.empty()
 
@@ -70,11 +88,7 @@ class LiveView:
                     self.draw_lane(level, by_level.get(level), (stages or {}).get(level))
 
     def draw_header(self, snapshots: list[LevelSnapshot], stage: str) -> None:
-        how = (
-            "the levels run side by side, at the same time"
-            if self.together
-            else "the levels run one at a time: this scenario's faults hurt the whole cluster"
-        )
+        how = self.how
         clock = ""
         starts = [s.started_at for s in snapshots if s.started_at is not None]
         lasts = [s.last_t for s in snapshots if s.last_t is not None]

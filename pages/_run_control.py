@@ -18,7 +18,7 @@ from engine.errors import LabError
 from engine.levels import LEVELS
 from engine.live import RunWatch
 from engine.nemesis import BROKER_FAULTS, reaches_beyond_level
-from engine.runner import new_run_id, run_scenario
+from engine.runner import new_run_id, run_scenario, schedule_of
 from engine.scenario import Scenario
 from pages._follow import Broadcast, proxy_start, room_feed
 from pages._live_view import LiveView
@@ -116,6 +116,7 @@ def run_live(
     """
     cluster = service.cluster
     status = None
+    run_id = None
     try:
         require_presenter("start a run")
         if cluster is None:
@@ -130,8 +131,8 @@ def run_live(
         # results are drawn.
         status = st.status(f"Running {scenario.name}…", expanded=True)
         bar = status.progress(0.0)
-        together = not reaches_beyond_level(list(scenario.faults)) and not one_level_at_a_time()
-        view = LiveView(status, levels, scenario.pipeline, together=together)
+        schedule = schedule_of(scenario, False if one_level_at_a_time() else None)
+        view = LiveView(status, levels, scenario.pipeline, schedule=schedule)
         run_id = new_run_id(scenario.name)
         proxy = Path(cluster.proxy.events_path) if cluster.proxy else None
         proxy_offset = proxy_start(proxy)
@@ -146,9 +147,10 @@ def run_live(
                 title=f"{scenario.name}: {scenario.title}",
                 levels=tuple(levels),
                 pipeline=scenario.pipeline,
-                together=together,
+                schedule=schedule,
                 proxy_events=proxy,
                 proxy_offset=proxy_offset,
+                presenter_draws_result=show is not None,
             )
         )
         while thread.is_alive():
@@ -165,9 +167,12 @@ def run_live(
             show(output["run_id"])
         # Folded: the results below tell the same story, and the room needs the screen.
         status.update(label=f"Done: run {output['run_id']}", state="complete", expanded=False)
+        room_feed().presenter_drew(output["run_id"])  # the room draws it now, after this page
         return output
     except Exception as exc:
         if status is not None:
             status.update(label=f"{scenario.name} did not finish", state="error")
         show_error(exc)
+        if run_id is not None:  # the room shows the failed run's record at once
+            room_feed().presenter_drew(run_id)
         return None

@@ -190,7 +190,7 @@ def start(settings: FreePlaySettings) -> None:
             title="Free play",
             levels=tuple(settings.levels),
             pipeline="stream",
-            together=True,
+            schedule="side-by-side",
             proxy_events=proxy,
             proxy_offset=offset,
         )

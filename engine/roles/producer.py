@@ -30,6 +30,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, Producer
@@ -151,6 +152,8 @@ def run(spec: dict[str, Any]) -> int:
         conf["transactional.id"] = txn["id"]
     producer = Producer(conf)
     history.write("start", config=printable(conf))
+    if gate := spec.get("start_gate"):
+        wait_for_gate(gate, stop)
     topic = spec["topic"]
     # value_bytes: pad each value to this size (the cost benchmark's 1 KB messages).
     make_value = value_maker(
@@ -210,6 +213,14 @@ def run(spec: dict[str, Any]) -> int:
         kind, error = fatal.classify(exc.args[0], producer)
         history.write(kind, error=error.name(), reason=error.str())
         return 3
+
+
+def wait_for_gate(path: str, stop: StopFlag, timeout_s: float = 120.0) -> None:
+    """Wait, started, until the runner creates `path`: levels that share one broker fault
+    begin sending together, whatever each process's start-up cost on a busy machine."""
+    deadline = time.monotonic() + timeout_s
+    while not Path(path).exists() and not stop.stopped and time.monotonic() < deadline:
+        time.sleep(0.005)
 
 
 def run_transactions(

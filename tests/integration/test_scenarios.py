@@ -13,7 +13,7 @@ from collections import Counter
 import pytest
 
 from engine import record
-from engine.runner import run_scenario
+from engine.runner import run_scenario, schedule_of
 from engine.scenario import list_scenarios, load_scenario
 from tests.integration.test_lost_coordinator_answers import LOST_MESSAGE_SCENARIOS
 from tests.integration.test_replication_truths import REPLICATION_SCENARIOS
@@ -55,8 +55,30 @@ def test_scenario_behaves_as_its_file_says(name, request):
         assert result["lost"] <= len(ledger - set(copies))
         assert result["duplicates"] + result["delivered"] == len(ids)
 
+    if schedule_of(scenario) == "shared-faults":
+        assert_one_strike_for_all(output["results"])
+
     recorded = record.load_run(output["run_id"])
     assert recorded["meta"]["status"] == "complete"
     assert recorded["result"]["results"] == json.loads(json.dumps(output["results"]))
     for level in scenario.levels:
         assert len(recorded["levels"][level]["verdicts"]) == scenario.workload.messages
+
+
+def assert_one_strike_for_all(results: dict[str, dict]) -> None:
+    """Shared faults: the levels began together, and each fault is one event, recorded with
+    the same time and the same nodes in every level's history."""
+    strikes = {
+        level: [
+            (f["t"], f["kind"], f.get("node"), tuple(f.get("nodes") or ()))
+            for f in result["faults"]
+            if f.get("source") != "proxy"
+        ]
+        for level, result in results.items()
+    }
+    first = next(iter(strikes.values()))
+    assert first, "no fault was recorded"
+    assert all(s == first for s in strikes.values()), strikes
+    assert len({result["started_at"] for result in results.values()}) == 1
+    evidence = [" ".join(r["explain"]["evidence"]) for r in results.values()]
+    assert all("struck them all at once" in e for e in evidence)

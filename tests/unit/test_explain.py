@@ -271,3 +271,26 @@ def test_not_leader_from_the_node_taking_over_is_said_to_be_that():
     # Without the later ISR showing node 3 as leader, nothing is claimed about it.
     generic = broker_answers(faults[:4])[1]
     assert NOT_LEADER_ELSEWHERE.format(node=3) in generic
+
+
+def test_a_producer_that_wrote_only_after_the_leader_died_is_said_to_have_done_so():
+    """broker-failover, exactly-once: init_transactions returned after the failover."""
+    from engine.explain import wrote_after_leader_loss
+
+    def event(t: float, proc: str, ev: str, **more) -> dict:
+        return {"t": t, "proc": proc, "ev": ev, **more}
+
+    history = [
+        event(0.0, "producer", "start"),
+        event(0.1, "nemesis", "nemesis", kind="pause-followers"),
+        event(1.7, "nemesis", "nemesis", kind="kill-leader", node=1),
+        event(8.2, "producer", "txn_init"),
+        event(8.3, "producer", "send", id=0),
+    ]
+    sentence = wrote_after_leader_loss(history)
+    assert sentence is not None
+    assert "first message 6.6 s after the leader was lost" in sentence
+    assert "returned only 8.2 s after the producer started" in sentence
+    # A producer that wrote before the kill faced it: nothing to say.
+    early = [*history[:3], event(0.2, "producer", "send", id=0)]
+    assert wrote_after_leader_loss(sorted(early, key=lambda e: e["t"])) is None

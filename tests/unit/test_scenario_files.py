@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from engine.errors import LabError
 from engine.scenario import ScenarioError, list_scenarios, load_scenario, parse_scenario
 
 VALID = """
@@ -13,6 +14,17 @@ workload: {messages: 5}
 faults:
   - kind: drop-produce-response
     nth: 1
+"""
+
+SHARED = """
+name: demo
+title: Demo
+nodes: 3
+replication: 3
+shared_faults: true
+faults:
+  - kind: kill-leader
+    when: {at_s: 1}
 """
 
 
@@ -71,6 +83,18 @@ def test_a_valid_scenario_parses():
             VALID + "pipeline: processor\nlevels: [at-least-once]\nauto_commit: {interval_ms: 5}\n",
             "auto_commit.interval_ms: Input should be greater than or equal to 100",
         ),
+        (VALID + "shared_faults: true\n", "shared_faults places one leader"),
+        (
+            VALID + "nodes: 3\nreplication: 3\nshared_faults: true\n",
+            "'drop-produce-response' must be a broker fault",
+        ),
+        (
+            SHARED + "  - kind: restart-nodes\n    when: {process: proxy, event: x}\n",
+            "'restart-nodes' must be a broker fault with when: {at_s: ...} or when: {process: "
+            "producer, ...}",
+        ),
+        (SHARED + "watch_isr: true\n", "leave out watch_isr"),
+        (SHARED + "pipeline: processor\n", "shared_faults is for pipeline: producer"),
     ],
 )
 def test_bad_scenarios_name_file_field_and_reason(text, message):
@@ -136,3 +160,20 @@ def test_a_malformed_teaches_bound_names_the_field():
         parse_scenario(
             "name: x\ntitle: X\nteaches: {at-least-once: {duplicates: many}}\n", "x.yaml"
         )
+
+
+def test_how_the_levels_share_time():
+    from engine.runner import schedule_of
+
+    scenarios = list_scenarios()
+    ack_loss = load_scenario(scenarios["ack-loss"])
+    failover = load_scenario(scenarios["broker-failover"])
+    leader_moves = load_scenario(scenarios["leader-moves"])
+    assert schedule_of(ack_loss) == "side-by-side"
+    assert schedule_of(ack_loss, False) == "one-at-a-time"
+    assert schedule_of(failover) == "shared-faults"
+    assert schedule_of(failover, True) == "shared-faults"
+    assert schedule_of(failover, False) == "one-at-a-time"
+    assert schedule_of(leader_moves) == "one-at-a-time"
+    with pytest.raises(LabError, match="run one at a time"):
+        schedule_of(leader_moves, True)
