@@ -268,18 +268,31 @@ class LevelRun:
         return "resend-unacked"
 
     # ---- the run -----------------------------------------------------------------------
-    def prepare(self, progress: Callable[[str], None], *, leader: int | None = None) -> None:
+    def prepare(
+        self,
+        progress: Callable[[str], None],
+        *,
+        leader: int | None = None,
+        spare: int | None = None,
+    ) -> None:
         """Create the level's topics and start its sink: how every run of a level begins.
 
         `leader` puts that node first in every partition's replica list, so it leads them all
-        (free play kills "the leader" of every level's topics at once).
+        (free play kills "the leader" of every level's topics at once); `spare` is the node
+        placed last among the followers, so that with fewer replicas than nodes it holds none
+        (shared faults spare the active controller).
         """
         sc, workload = self.scenario, self.scenario.workload
         direct = self.cluster.direct_bootstrap
         progress(f"{self.level.title}: creating topics")
         assignment = None
+        if leader is None and sc.shared_faults:  # the same placement, one level at a time too
+            leader, spare = calm_leader(self.cluster)
         if leader is not None:
-            others = [n for n in self.cluster.node_ids if n != leader][: sc.replication - 1]
+            others = sorted(
+                (n for n in self.cluster.node_ids if n != leader), key=lambda n: n == spare
+            )
+            others = others[: sc.replication - 1]
             assignment = [[leader, *others]] * workload.partitions
         elif sc.replicas_avoid_controller:
             controller = admin.describe(direct).controller_id
@@ -843,6 +856,13 @@ def _run_side_by_side(
         raise errors[0]
 
 
+def calm_leader(cluster: Cluster) -> tuple[int, int]:
+    """(a node that is not the active controller, the active controller): where a scenario
+    with shared faults places its partitions' leader, and the node it places last."""
+    controller = admin.describe(cluster.direct_bootstrap).controller_id
+    return next(n for n in cluster.node_ids if n != controller), controller
+
+
 def _run_shared_faults(
     scenario: Scenario,
     cluster: Cluster,
@@ -854,12 +874,14 @@ def _run_shared_faults(
 ) -> None:
     """Every level at once, under one nemesis whose broker faults strike them all together.
 
-    Every level's partitions are placed with the same leader, a node that is not the active
-    controller (the lab's placement, said in each level's evidence), so "the leader" and "its
-    followers" are the same nodes for all. The producers wait, started, at a gate; the
-    nemesis's clock starts as it opens, with the faults at 0 s already in place; a fault on
-    the producers' events fires once every level's producer has reached it. Each fault is
-    written once, with one time, into every level's history.
+    Every level's partitions are placed on the same nodes, led by a node that is not the
+    active controller, with the controller last among the followers (the lab's placement,
+    said in each level's evidence), so "the leader" and "its followers" are the same nodes
+    for all, and a scenario with fewer replicas than nodes never freezes the controller.
+    The producers wait, started, at a gate; the nemesis's clock starts as it opens, with the
+    faults at 0 s already in place; a fault on the producers' events fires once every
+    level's producer has reached it. Each fault is written once, with one time, into every
+    level's history.
     """
     runs = [LevelRun(scenario, LEVELS[name], cluster, run_id, folder) for name in chosen]
     judged: set[str] = set()
@@ -871,10 +893,13 @@ def _run_shared_faults(
 
     try:
         direct = cluster.direct_bootstrap
-        controller = admin.describe(direct).controller_id
-        leader = next(n for n in cluster.node_ids if n != controller)
-        for level_run in runs:
-            level_run.prepare(step, leader=leader)
+        leader, controller = calm_leader(cluster)
+        # The levels' topics and sinks at once: each is a few admin calls and a process.
+        with ThreadPoolExecutor(max_workers=len(runs)) as pool:
+            for done in [
+                pool.submit(r.prepare, step, leader=leader, spare=controller) for r in runs
+            ]:
+                done.result()
         gate = folder / "start-gate"
         producers = []
         for level_run in runs:
@@ -898,14 +923,21 @@ def _run_shared_faults(
         )
         nemesis.tick()  # faults at 0 s are in place before the first message
         gate.touch()
-        others = ", ".join(LEVELS[name].title.lower() for name in chosen)
+        together = ", ".join(LEVELS[name].title.lower() for name in chosen)
+        replicas = admin.partition_replicas(direct, runs[0].judged_topic)
+        spared = (
+            "which holds no replica of it, so that no fault on the partition's nodes stops it"
+            if controller not in replicas
+            else "one of the partition's followers"
+        )
         for level_run in runs:
             level_run.started_at = started
             level_run.notes.append(
-                f"The levels ({others}) ran at the same time and this scenario's broker faults "
-                f"struck them all at once: the lab placed the partition of every level's topic "
-                f"with node {leader} as its leader (not the active controller, node "
-                f"{controller}), so each fault hit every level's partition at the same moment."
+                f"The levels ({together}) ran at the same time and this scenario's broker "
+                f"faults struck them all at once: the lab placed the partition of every level's "
+                f"topic on nodes {replicas}, led by node {leader}, so each fault hit every "
+                f"level's partition at the same moment. The active controller is node "
+                f"{controller}, {spared}."
             )
             step(f"{level_run.level.title}: running")
         try:
