@@ -906,7 +906,7 @@ def _run_shared_faults(
             spec = {**level_run.producer_spec(level_run.ledger), "start_gate": str(gate)}
             producers.append(level_run.start_role("producer", "producer", spec))
         step("waiting for every producer to start")
-        _wait_for_event(producers, "start", timeout=60.0)
+        _wait_for_event(producers, "ready", timeout=60.0)
         history = HistoryFanOut([level_run.nemesis_history for level_run in runs])
         started = time.time()
         nemesis = Nemesis(

@@ -207,13 +207,14 @@ def test_ack_loss_counts_equal_kcats_with_postgres_in_a_container(
 
 
 def test_broker_failover_keeps_its_promises_through_the_docker_sdk(cluster) -> None:
-    # pause-followers (cgroup freezer), kill-leader (SIGKILL), resume, restart: each a
-    # Docker SDK call on a broker container, as the embedded cluster's are signals.
+    # pause-follower (cgroup freezer), kill-leader (SIGKILL), resume, restart: each a
+    # Docker SDK call on a broker container, as the embedded cluster's are signals; the
+    # four levels at once, their partitions on the same two containers.
     scenario = load_scenario(SCENARIOS["broker-failover"])
     output = run_scenario(scenario, cluster, source_text=SCENARIOS["broker-failover"].read_text())
     assert not scenario.unmet_expectations(output["results"]), output["results"]
     kinds = {f["kind"] for r in output["results"].values() for f in r["faults"]}
-    assert {"pause-followers", "kill-leader", "resume-nodes", "restart-nodes"} <= kinds
+    assert {"pause-follower", "kill-leader", "resume-nodes", "restart-nodes"} <= kinds
     assert_counts_match_kcat(cluster, scenario, output)
     assert [n.state for n in cluster.nodes()] == [NodeState.RUNNING] * 3
 
