@@ -7,10 +7,11 @@ room), and every 2 s between runs. When the run ends, or another begins, the who
 drawn again with the result, read once for the room too. Nothing is pushed from the
 presenter's session, so a slow viewer never slows the run.
 
-A run of the Failure lab or the Lesson ends on the presenter's page first: the viewers draw
-its result once the presenter's page has drawn it (or RESULT_GRACE_S after the run ended,
-if the presenter's page went elsewhere). Thirty sessions drawing the same result at the same
-moment as the presenter's took the CPU its own drawing needed (benchmarks/room_load.py).
+A run of the Failure lab ends on the presenter's page first: the viewers draw its result
+AFTER_PRESENTER_S after the presenter's page has drawn it (or RESULT_GRACE_S after the run
+ended, if the presenter's page went elsewhere), and meanwhile draw one line, not the lanes.
+Thirty sessions drawing the same result at the same moment as the presenter's took the CPU
+its own drawing needed (benchmarks/room_load.py).
 """
 
 from __future__ import annotations
@@ -34,6 +35,9 @@ POLL_S = 0.5  # while the presenter's run goes on
 IDLE_POLL_S = 2.0  # between runs: only to notice the next one begin
 SHARED_READ_S = 0.25  # the run's files are read at most this often, for all viewers at once
 RESULT_GRACE_S = 3.0  # a result the presenter's page has not drawn by then is shown anyway
+# After the presenter's page has drawn a result, its browser still lays it out; the room
+# waits this long more, so that a dashboard on the presenter's own machine serves it first.
+AFTER_PRESENTER_S = 0.5
 
 
 @dataclass(frozen=True)
@@ -71,7 +75,7 @@ class RoomFeed:
         self._watch: RunWatch | None = None
         self._snapshots: list[LevelSnapshot] = []
         self._read_at = 0.0
-        self._drawn: set[str] = set()  # runs whose result the presenter's page has drawn
+        self._drawn: dict[str, float] = {}  # run -> when the presenter's page had drawn it
         self._ended_at: dict[str, float] = {}  # when a viewer first saw each run ended
 
     def begin(self, broadcast: Broadcast) -> None:
@@ -88,7 +92,7 @@ class RoomFeed:
     def presenter_drew(self, run_id: str) -> None:
         """The presenter's page has drawn this run's result: the room may draw it now."""
         with self._lock:
-            self._drawn.add(run_id)
+            self._drawn[run_id] = time.monotonic()
 
     def result_ready(self, broadcast: Broadcast) -> bool:
         """Whether viewers draw the run's result now: it has ended and, when the presenter's
@@ -97,11 +101,12 @@ class RoomFeed:
             return False
         if not broadcast.presenter_draws_result:
             return True
+        now = time.monotonic()
         with self._lock:
-            if broadcast.run_id in self._drawn:
-                return True
-            seen = self._ended_at.setdefault(broadcast.run_id, time.monotonic())
-            return time.monotonic() - seen >= RESULT_GRACE_S
+            if (drawn := self._drawn.get(broadcast.run_id)) is not None:
+                return now - drawn >= AFTER_PRESENTER_S
+            seen = self._ended_at.setdefault(broadcast.run_id, now)
+            return now - seen >= RESULT_GRACE_S
 
     def snapshot(self) -> tuple[int, Broadcast | None]:
         with self._lock:
@@ -178,6 +183,12 @@ def _watch_run(version: int, current: Broadcast) -> None:
     feed = room_feed()
     if feed.snapshot()[0] != version or feed.result_ready(current):
         st.rerun(scope="app")
+    if ended(current.run_id):
+        # Ended, and the presenter's page is drawing the result: one line, not thirty
+        # sessions redrawing every lane while it does.
+        st.markdown(f"#### The presenter's run has ended: {current.title}")
+        st.caption("The result shows here as soon as the presenter's page has it.")
+        return
     st.markdown(f"#### The presenter is running {current.title}")
     view = LiveView(
         st.container(), list(current.levels), current.pipeline, schedule=current.schedule

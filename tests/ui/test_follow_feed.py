@@ -34,13 +34,18 @@ def broadcast(*, presenter_draws_result: bool) -> Broadcast:
     )
 
 
-def test_viewers_wait_for_the_presenters_page_then_draw(runs):
+def test_viewers_wait_for_the_presenters_page_then_draw(runs, monkeypatch):
     feed, current = RoomFeed(), broadcast(presenter_draws_result=True)
+    clock = [100.0]
+    monkeypatch.setattr(_follow.time, "monotonic", lambda: clock[0])
     set_status(runs, "running")
     assert not feed.result_ready(current)
     set_status(runs, "complete")
     assert not feed.result_ready(current)  # ended, but the presenter's page is drawing it
     feed.presenter_drew(RUN_ID)
+    clock[0] += _follow.AFTER_PRESENTER_S - 0.01
+    assert not feed.result_ready(current)  # the presenter's browser is laying it out
+    clock[0] += 0.01
     assert feed.result_ready(current)
 
 
