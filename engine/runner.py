@@ -294,6 +294,8 @@ class LevelRun:
             )
             others = others[: sc.replication - 1]
             assignment = [[leader, *others]] * workload.partitions
+            if sc.shared_faults:
+                self.notes.append(placement_note([leader, *others], spare))
         elif sc.replicas_avoid_controller:
             controller = admin.describe(direct).controller_id
             assignment = [[n for n in self.cluster.node_ids if n != controller]] * (
@@ -856,6 +858,20 @@ def _run_side_by_side(
         raise errors[0]
 
 
+def placement_note(replicas: list[int], controller: int | None) -> str:
+    """What the run's evidence says of the lab's placement of a shared-faults partition."""
+    spared = (
+        "which holds no replica of it, so that no fault on the partition's nodes stops it"
+        if controller not in replicas
+        else "one of its followers"
+    )
+    return (
+        f"The lab placed the partition on nodes {replicas}, led by node {replicas[0]}, so that "
+        f"the scenario's faults find the same leader and followers at every level; the active "
+        f"controller is node {controller}, {spared}."
+    )
+
+
 def calm_leader(cluster: Cluster) -> tuple[int, int]:
     """(a node that is not the active controller, the active controller): where a scenario
     with shared faults places its partitions' leader, and the node it places last."""
@@ -892,7 +908,6 @@ def _run_shared_faults(
             report(what, len(judged) / len(chosen))
 
     try:
-        direct = cluster.direct_bootstrap
         leader, controller = calm_leader(cluster)
         # The levels' topics and sinks at once: each is a few admin calls and a process.
         with ThreadPoolExecutor(max_workers=len(runs)) as pool:
@@ -924,21 +939,13 @@ def _run_shared_faults(
         nemesis.tick()  # faults at 0 s are in place before the first message
         gate.touch()
         together = ", ".join(LEVELS[name].title.lower() for name in chosen)
-        replicas = admin.partition_replicas(direct, runs[0].judged_topic)
-        spared = (
-            "which holds no replica of it, so that no fault on the partition's nodes stops it"
-            if controller not in replicas
-            else "one of the partition's followers"
-        )
         for level_run in runs:
             level_run.started_at = started
-            level_run.notes.append(
-                f"The levels ({together}) ran at the same time and this scenario's broker "
-                f"faults struck them all at once: the lab placed the partition of every level's "
-                f"topic on nodes {replicas}, led by node {leader}, so each fault hit every "
-                f"level's partition at the same moment. The active controller is node "
-                f"{controller}, {spared}."
-            )
+            if len(runs) > 1:
+                level_run.notes.append(
+                    f"The levels ({together}) ran at the same time, their partitions on the "
+                    "same nodes, and this scenario's broker faults struck them all at once."
+                )
             step(f"{level_run.level.title}: running")
         try:
             _drive_together(nemesis, runs, started + scenario.timeout_s)

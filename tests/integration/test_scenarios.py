@@ -81,4 +81,6 @@ def assert_one_strike_for_all(results: dict[str, dict]) -> None:
     assert all(s == first for s in strikes.values()), strikes
     assert len({result["started_at"] for result in results.values()}) == 1
     evidence = [" ".join(r["explain"]["evidence"]) for r in results.values()]
-    assert all("struck them all at once" in e for e in evidence)
+    assert all(
+        "struck them all at once" in e and "The lab placed the partition" in e for e in evidence
+    )
