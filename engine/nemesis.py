@@ -44,6 +44,9 @@ class NemesisContext:
     node_changed: Callable[[], None] = lambda: None
 
 
+# How long a broker fault waits for the cluster to name its partition's leader.
+LEADER_WAIT_S = 10.0
+
 PROXY_FAULTS = (
     "drop-produce-response",
     "drop-response",
@@ -230,13 +233,13 @@ class Nemesis:
             for process in frozen:
                 self._wake(process)
         elif kind == "kill-leader":
-            leader = self.ctx.cluster.leader_of(self.ctx.topic)
+            leader = self._leader()
             self.ctx.cluster.kill_node(leader)
             self.killed_nodes.add(leader)
             self.node_roles["leader"] = leader
             self.record(kind, node=leader)
         elif kind == "stop-leader":
-            leader = self.ctx.cluster.leader_of(self.ctx.topic)
+            leader = self._leader()
             self.record(kind, node=leader, signal="SIGTERM")
             self.ctx.cluster.stop_node(leader)
             self.killed_nodes.add(leader)
@@ -247,7 +250,7 @@ class Nemesis:
         elif kind == "wipe-partition":
             self._wipe_partition(fault)
         elif kind == "pause-followers":
-            leader = self.ctx.cluster.leader_of(self.ctx.topic)
+            leader = self._leader()
             followers = [n for n in self.ctx.cluster.node_ids if n != leader]
             for node in followers:
                 self.ctx.cluster.pause_node(node)
@@ -270,12 +273,37 @@ class Nemesis:
         if kind in BROKER_FAULTS:
             self.ctx.node_changed()
 
+    def _leader(self) -> int:
+        """The partition's leader. A broker that has not yet applied the topic's metadata
+        names none (-1; seen right after a cluster restart): ask again, within reason."""
+        deadline = time.monotonic() + LEADER_WAIT_S
+        while (leader := self.ctx.cluster.leader_of(self.ctx.topic)) < 0:
+            if time.monotonic() > deadline:
+                raise LabError(
+                    f"No broker named a leader for {self.ctx.topic} within {LEADER_WAIT_S:g} s, "
+                    "so the fault could not find its node; check the cluster with `python -m "
+                    "engine cluster status`."
+                )
+            time.sleep(0.1)
+        return leader
+
+    def _replicas(self) -> list[int]:
+        """The partition's replicas, asked again while the broker answering does not know
+        the topic yet (the same lag as in _leader)."""
+        deadline = time.monotonic() + LEADER_WAIT_S
+        bootstrap = self.ctx.cluster.direct_bootstrap
+        while not (replicas := admin.partition_replicas(bootstrap, self.ctx.topic)):
+            if time.monotonic() > deadline:
+                return []
+            time.sleep(0.1)
+        return replicas
+
     def _kill_one_follower(self) -> None:
         """SIGKILL one follower of the topic's partition 0 (not the active controller)."""
         cluster = self.ctx.cluster
-        leader = cluster.leader_of(self.ctx.topic)
+        leader = self._leader()
         view = admin.describe(cluster.direct_bootstrap)
-        replicas = admin.partition_replicas(cluster.direct_bootstrap, self.ctx.topic)
+        replicas = self._replicas()
         followers = [n for n in replicas if n != leader]
         if not followers:
             self.record("kill-follower-skipped", reason="the partition has no follower")
@@ -334,9 +362,9 @@ class Nemesis:
         quorum instead, which is another lesson.
         """
         cluster = self.ctx.cluster
-        leader = cluster.leader_of(self.ctx.topic)
+        leader = self._leader()
         view = admin.describe(cluster.direct_bootstrap)
-        replicas = admin.partition_replicas(cluster.direct_bootstrap, self.ctx.topic)
+        replicas = self._replicas()
         followers = [n for n in replicas if n != leader]
         if not followers:
             self.record("pause-follower-skipped", reason="the partition has no follower")

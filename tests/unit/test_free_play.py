@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from engine.cluster.external import ExternalCluster
+from engine.errors import LabError
 from engine.freeplay import (
     RATE_BOUNDS,
     TIME_LIMIT_BOUNDS,
@@ -185,3 +186,29 @@ def test_a_processor_that_exited_says_why_from_its_history(tmp_path):
     empty = HistoryWriter(str(tmp_path / "other.jsonl"), "processor")
     empty.close()
     assert exit_reason(tmp_path / "other.jsonl") == "no reason in its history"
+
+
+def test_a_broker_fault_waits_for_the_cluster_to_name_a_leader(tmp_path, monkeypatch):
+    """Right after a cluster restart a broker may not know the new topic's leader yet (-1):
+    seen in CI, where a pause aimed at "a follower" then froze the leader."""
+    from engine import nemesis as nemesis_module
+
+    answers = iter([-1, -1, 3])
+    cluster = ExternalCluster("127.0.0.1:1")
+    monkeypatch.setattr(cluster, "leader_of", lambda topic, partition=0: next(answers))
+    history = HistoryWriter(tmp_path / "nemesis.jsonl", "nemesis")
+    ctx = NemesisContext(
+        cluster=cluster,
+        topic="t",
+        client_ids={},
+        processes=lambda base: None,
+        replace=lambda base, fault: None,
+        history=history,
+    )
+    assert Nemesis([], ctx)._leader() == 3
+
+    monkeypatch.setattr(cluster, "leader_of", lambda topic, partition=0: -1)
+    monkeypatch.setattr(nemesis_module, "LEADER_WAIT_S", 0.2)
+    with pytest.raises(LabError, match="No broker named a leader for t"):
+        Nemesis([], ctx)._leader()
+    history.close()
