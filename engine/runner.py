@@ -24,7 +24,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Literal
@@ -847,13 +847,15 @@ def _run_side_by_side(
             with lock:
                 finished.add(names[future])
                 report(f"{LEVELS[names[future]].title}: judged", len(finished) / len(chosen))
-    futures = {name: future for future, name in names.items()}
-    errors: list[BaseException] = []
-    for name, future in futures.items():
-        if (error := future.exception()) is not None:
-            errors.append(error)
-        else:
-            results[name] = future.result()
+    _gather({name: future for future, name in names.items()}, chosen, results)
+
+
+def _gather(futures: dict[str, Future], chosen: list[str], results: dict[str, Any]) -> None:
+    """Each finished level's result, in the chosen order; the first failure raised after."""
+    errors = [error for name in chosen if (error := futures[name].exception()) is not None]
+    for name in chosen:
+        if futures[name].exception() is None:
+            results[name] = futures[name].result()
     if errors:
         raise errors[0]
 
@@ -961,16 +963,8 @@ def _run_shared_faults(
                 step(f"{level_run.level.title}: judged")
 
         with ThreadPoolExecutor(max_workers=len(runs), thread_name_prefix=run_id) as pool:
-            futures = {pool.submit(finish, r): r.level.name for r in runs}
-        errors = [f.exception() for f in futures if f.exception() is not None]
-        for future, name in futures.items():
-            if future.exception() is None:
-                results[name] = future.result()
-        # Results in the chosen order, as the other schedules keep them.
-        ordered = {name: results.pop(name) for name in chosen if name in results}
-        results.update(ordered)
-        if errors:
-            raise errors[0]
+            futures = {r.level.name: pool.submit(finish, r) for r in runs}
+        _gather(futures, chosen, results)
     finally:
         for level_run in runs:
             for process in level_run.processes:

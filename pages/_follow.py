@@ -94,10 +94,22 @@ class RoomFeed:
         with self._lock:
             self._drawn[run_id] = time.monotonic()
 
+    def has_ended(self, run_id: str) -> bool:
+        """Whether the run has recorded its end; read from its record until it has, then
+        remembered for the room (thirty viewers polling twice a second read it once)."""
+        with self._lock:
+            if run_id in self._ended_at:
+                return True
+        if not ended(run_id):
+            return False
+        with self._lock:
+            self._ended_at.setdefault(run_id, time.monotonic())
+        return True
+
     def result_ready(self, broadcast: Broadcast) -> bool:
         """Whether viewers draw the run's result now: it has ended and, when the presenter's
         page draws it, that page has (or RESULT_GRACE_S went by without it)."""
-        if not ended(broadcast.run_id):
+        if not self.has_ended(broadcast.run_id):
             return False
         if not broadcast.presenter_draws_result:
             return True
@@ -105,8 +117,7 @@ class RoomFeed:
         with self._lock:
             if (drawn := self._drawn.get(broadcast.run_id)) is not None:
                 return now - drawn >= AFTER_PRESENTER_S
-            seen = self._ended_at.setdefault(broadcast.run_id, now)
-            return now - seen >= RESULT_GRACE_S
+            return now - self._ended_at[broadcast.run_id] >= RESULT_GRACE_S
 
     def snapshot(self) -> tuple[int, Broadcast | None]:
         with self._lock:
@@ -183,7 +194,7 @@ def _watch_run(version: int, current: Broadcast) -> None:
     feed = room_feed()
     if feed.snapshot()[0] != version or feed.result_ready(current):
         st.rerun(scope="app")
-    if ended(current.run_id):
+    if feed.has_ended(current.run_id):
         # Ended, and the presenter's page is drawing the result: one line, not thirty
         # sessions redrawing every lane while it does.
         st.markdown(f"#### The presenter's run has ended: {current.title}")
