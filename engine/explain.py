@@ -607,8 +607,7 @@ def _nemesis_evidence(event: dict[str, Any], out: Explanation) -> None:
     elif kind == "pause-follower":
         out.evidence.append(
             f"Follower node {event.get('node')} was frozen (SIGSTOP); node "
-            f"{event.get('leader')} led the partition, node {event.get('controller')} was the "
-            "controller."
+            f"{event.get('leader')} led the partition; {controller_words(event)}."
         )
     elif kind == "isr" and (event.get("leader") or 0) < 0:
         out.evidence.append(
@@ -664,3 +663,13 @@ def _nemesis_evidence(event: dict[str, Any], out: Explanation) -> None:
             f"The {event.get('fault')} of {target} ({event.get('point')}) never fired: "
             f"{event.get('reason')}."
         )
+
+
+def controller_words(event: dict[str, Any]) -> str:
+    """Who the active controller (the metadata quorum's leader) was when a node was hurt."""
+    controller = event.get("controller")
+    if controller is None:
+        return "the active controller was not known at that moment"
+    if controller == event.get("node"):
+        return f"node {controller}, the one hurt, was the active controller"
+    return f"node {controller} was the active controller and ran on"

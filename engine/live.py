@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from engine.explain import id_ranges
+from engine.explain import controller_words, id_ranges
 from engine.history import Tail
 
 # The per-process files; history.jsonl (written at the end, every event merged) and
@@ -142,7 +142,7 @@ def nemesis_text(event: dict[str, Any]) -> str:
         "elr": elr_text(event),
         "broker-log": f"node {event.get('node')} logged: {event.get('line')}",
         "pause-follower": f"follower node {event.get('node')} frozen (the leader is node "
-        f"{event.get('leader')}; the controller, node {event.get('controller')}, runs on)",
+        f"{event.get('leader')}; {controller_words(event)})",
         "resume-nodes": f"node(s) {nodes} resumed",
         "restart-nodes": f"node(s) {nodes} restarted",
         "supervisor-restart": f"{target} exited on its own; the application's supervisor "

@@ -24,7 +24,7 @@ from engine.cluster.base import Cluster
 from engine.errors import LabError, UnsupportedFaultError
 from engine.failpoints import FailPoint, wait_stopped
 from engine.history import HistoryFanOut, HistoryWriter
-from engine.kafka import admin
+from engine.kafka import admin, quorum
 from engine.processes import RoleProcess
 from engine.scenario import BROKER_FAULTS, Fault
 
@@ -287,6 +287,13 @@ class Nemesis:
             time.sleep(0.1)
         return leader
 
+    def _controller(self) -> int | None:
+        """The active controller (the metadata quorum's leader); None if none is known."""
+        try:
+            return quorum.active_controller(self.ctx.cluster.direct_bootstrap, timeout=3.0)
+        except quorum.QuorumUnknown:
+            return None
+
     def _replicas(self) -> list[int]:
         """The partition's replicas, asked again while the broker answering does not know
         the topic yet (the same lag as in _leader)."""
@@ -302,18 +309,18 @@ class Nemesis:
         """SIGKILL one follower of the topic's partition 0 (not the active controller)."""
         cluster = self.ctx.cluster
         leader = self._leader()
-        view = admin.describe(cluster.direct_bootstrap)
+        controller = self._controller()
         replicas = self._replicas()
         followers = [n for n in replicas if n != leader]
         if not followers:
             self.record("kill-follower-skipped", reason="the partition has no follower")
             return
-        calm = [n for n in followers if n != view.controller_id]
+        calm = [n for n in followers if n != controller]
         node = (calm or followers)[0]
         cluster.kill_node(node)
         self.killed_nodes.add(node)
         self.node_roles["follower"] = node
-        self.record("kill-follower", node=node, leader=leader, controller=view.controller_id)
+        self.record("kill-follower", node=node, leader=leader, controller=controller)
 
     def _wipe_partition(self, fault: Fault) -> None:
         """Delete a killed node's copy of partition 0, as if its disk had been replaced."""
@@ -363,7 +370,7 @@ class Nemesis:
         """
         cluster = self.ctx.cluster
         leader = self._leader()
-        view = admin.describe(cluster.direct_bootstrap)
+        controller = self._controller()
         replicas = self._replicas()
         followers = [n for n in replicas if n != leader]
         if not followers:
@@ -371,11 +378,11 @@ class Nemesis:
             return
         # Not the active controller where the placement allows: freezing it would also move
         # the metadata quorum's leadership, another lesson (the quorum survives: 2 of 3).
-        calm = [n for n in followers if n != view.controller_id]
+        calm = [n for n in followers if n != controller]
         node = (calm or followers)[0]
         cluster.pause_node(node)
         self.paused_nodes.add(node)
-        self.record("pause-follower", node=node, leader=leader, controller=view.controller_id)
+        self.record("pause-follower", node=node, leader=leader, controller=controller)
         if fault.duration_s:
 
             def resume(n: int = node) -> None:

@@ -38,7 +38,7 @@ from engine.errors import LabError
 from engine.explain import broker_answers, explain, id_ranges, lost_coordinator_messages
 from engine.failpoints import FailPoint
 from engine.history import HistoryFanOut, HistoryWriter, Tail, merge
-from engine.kafka import admin
+from engine.kafka import admin, quorum
 from engine.kafka.elr import (
     ElrWatch,
     PartitionReplicas,
@@ -297,7 +297,7 @@ class LevelRun:
             if sc.shared_faults:
                 self.notes.append(placement_note([leader, *others], spare))
         elif sc.replicas_avoid_controller:
-            controller = admin.describe(direct).controller_id
+            controller = quorum.active_controller(direct)
             assignment = [[n for n in self.cluster.node_ids if n != controller]] * (
                 workload.partitions
             )
@@ -877,7 +877,7 @@ def placement_note(replicas: list[int], controller: int | None) -> str:
 def calm_leader(cluster: Cluster) -> tuple[int, int]:
     """(a node that is not the active controller, the active controller): where a scenario
     with shared faults places its partitions' leader, and the node it places last."""
-    controller = admin.describe(cluster.direct_bootstrap).controller_id
+    controller = quorum.active_controller(cluster.direct_bootstrap)
     return next(n for n in cluster.node_ids if n != controller), controller
 
 

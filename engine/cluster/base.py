@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.errors import UnsupportedFaultError
-from engine.kafka import admin
+from engine.kafka import admin, quorum
 
 
 class NodeState(StrEnum):
@@ -124,7 +124,7 @@ class Cluster(ABC):
             proxied_bootstrap=self.proxied_bootstrap,
             nodes=self.nodes(),
             reachable=view is not None,
-            controller_id=view.controller_id if view else None,
+            controller_id=_active_controller(self.direct_bootstrap) if view else None,
             kafka_version=paths.kafka_version(),
             proxy=self.proxy,
             partition_leaders=view.leaders if view else None,
@@ -171,6 +171,14 @@ class Cluster(ABC):
             "brokers. Network faults through the proxy still work; use the local or docker "
             "backend for broker faults."
         )
+
+
+def _active_controller(bootstrap: str) -> int | None:
+    """The metadata quorum's leader, or None if no broker tells it at once."""
+    try:
+        return quorum.active_controller(bootstrap, timeout=1.0)
+    except quorum.QuorumUnknown:
+        return None
 
 
 def write_json_atomic(path: Path, data: dict[str, Any]) -> None:

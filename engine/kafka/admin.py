@@ -1,4 +1,4 @@
-"""Admin look-ups over a bootstrap address: brokers, controller, partition leaders, topics.
+"""Admin look-ups over a bootstrap address: brokers, partition leaders, topics.
 
 librdkafka's own log lines are routed into Python logging so that a node being down, which
 the lab causes on purpose, does not spray connection errors over the terminal.
@@ -36,7 +36,8 @@ class ClusterView:
     """What the cluster's metadata says at one moment."""
 
     cluster_id: str | None
-    controller_id: int
+    # No controller here: in KRaft the metadata names a random live broker as "controller"
+    # (see engine/kafka/quorum.py for the active one).
     brokers: dict[int, str]  # node id -> "host:port" on the listener that was asked
     # topic -> partition -> the node leading it (-1: none right now), from the same metadata
     leaders: dict[str, dict[int, int]] = field(default_factory=dict)
@@ -53,7 +54,6 @@ def describe(bootstrap: str, timeout: float = 5.0) -> ClusterView:
     }
     return ClusterView(
         cluster_id=md.cluster_id,
-        controller_id=md.controller_id,
         brokers=brokers,
         leaders=leaders,
     )

@@ -8,7 +8,7 @@ import time
 import pytest
 from confluent_kafka import Producer
 
-from engine.kafka import admin
+from engine.kafka import admin, quorum
 from tests.kafkatools import read_all, unique
 
 pytestmark = pytest.mark.kafka
@@ -105,3 +105,46 @@ def test_paused_leader_stalls_clients_then_they_recover(cluster3):
     stored = [v.decode() for _, _, v in read_all(cluster3.direct_bootstrap, topic)]
     assert stored == ["warm-up", "during-pause"]
     assert all(n.state == "running" for n in cluster3.nodes())
+
+
+def test_the_active_controller_is_the_metadata_quorum_leader(cluster3):
+    """What the lab calls the active controller is the node the other voters replace when it
+    dies; the "controller" in KRaft's metadata answers is a random live broker instead."""
+    bootstrap = cluster3.direct_bootstrap
+    named = {admin.admin_client(bootstrap).list_topics(timeout=5).controller_id for _ in range(30)}
+    assert len(named) > 1, "KRaft brokers name a random live broker as the controller"
+
+    before = quorum.quorum_leader(bootstrap)
+    assert before.node_id in cluster3.node_ids
+    others = ",".join(
+        node.direct_address for node in cluster3.nodes() if node.node_id != before.node_id
+    )
+    cluster3.kill_node(before.node_id)
+    try:
+        after = wait_for(
+            lambda: (lambda q: q if q and q.node_id != before.node_id else None)(
+                _quorum_leader_or_none(others)
+            ),
+            timeout=60,
+        )
+    finally:
+        cluster3.restart_node(before.node_id)
+    assert after.node_id in cluster3.node_ids and after.epoch > before.epoch
+    # The node, started again, follows the new leader: every node names the same one.
+    wait_for(
+        lambda: (
+            {
+                getattr(_quorum_leader_or_none(n.direct_address), "node_id", None)
+                for n in cluster3.nodes()
+            }
+            == {after.node_id}
+        ),
+        timeout=60,
+    )
+
+
+def _quorum_leader_or_none(bootstrap: str) -> quorum.QuorumLeader | None:
+    try:
+        return quorum.quorum_leader(bootstrap, timeout=3)
+    except quorum.QuorumUnknown:
+        return None
