@@ -911,17 +911,17 @@ def _run_shared_faults(
 
     try:
         leader, controller = calm_leader(cluster)
-        # The levels' topics and sinks at once: each is a few admin calls and a process.
-        with ThreadPoolExecutor(max_workers=len(runs)) as pool:
-            for done in [
-                pool.submit(r.prepare, step, leader=leader, spare=controller) for r in runs
-            ]:
-                done.result()
         gate = folder / "start-gate"
-        producers = []
-        for level_run in runs:
+
+        def prepare(level_run: LevelRun) -> RoleProcess:
+            """Topics, sink, and a producer that waits at the gate: a few admin calls and
+            two processes, each level's at once."""
+            level_run.prepare(step, leader=leader, spare=controller)
             spec = {**level_run.producer_spec(level_run.ledger), "start_gate": str(gate)}
-            producers.append(level_run.start_role("producer", "producer", spec))
+            return level_run.start_role("producer", "producer", spec)
+
+        with ThreadPoolExecutor(max_workers=len(runs)) as pool:
+            producers = [done.result() for done in [pool.submit(prepare, r) for r in runs]]
         step("waiting for every producer to start")
         _wait_for_event(producers, "ready", timeout=60.0)
         history = HistoryFanOut([level_run.nemesis_history for level_run in runs])

@@ -46,7 +46,7 @@ def run(spec: dict[str, Any]) -> int:
     history.write("start", isolation=conf["isolation.level"], config=conf, dedup_store=kind)
     try:
         while not stop.stopped:
-            msg = consumer.poll(0.2)
+            msg = consumer.poll(0.05)  # short: the run waits for the sink to stop
             if msg is None or msg.error():
                 continue
             value = parse_value(msg.value())
