@@ -117,14 +117,17 @@ class Cluster(ABC):
         view = admin.try_describe(self.direct_bootstrap, timeout=timeout)
         from engine import paths
 
+        nodes = self.nodes()
+        # Asked of the running nodes only: a frozen one accepts the connection, never answers.
+        running = [n.direct_address for n in nodes if n.state == NodeState.RUNNING]
         return ClusterStatus(
             backend=self.backend,
             name=self.name,
             direct_bootstrap=self.direct_bootstrap,
             proxied_bootstrap=self.proxied_bootstrap,
-            nodes=self.nodes(),
+            nodes=nodes,
             reachable=view is not None,
-            controller_id=_active_controller(self.direct_bootstrap) if view else None,
+            controller_id=_active_controller(",".join(running)) if view and running else None,
             kafka_version=paths.kafka_version(),
             proxy=self.proxy,
             partition_leaders=view.leaders if view else None,
@@ -174,9 +177,10 @@ class Cluster(ABC):
 
 
 def _active_controller(bootstrap: str) -> int | None:
-    """The metadata quorum's leader, or None if no broker tells it at once."""
+    """The metadata quorum's leader, or None if no broker tells it within half a second
+    (for about 30 s after the active controller froze, brokers forward the question to it)."""
     try:
-        return quorum.active_controller(bootstrap, timeout=1.0)
+        return quorum.active_controller(bootstrap, timeout=0.5)
     except quorum.QuorumUnknown:
         return None
 
