@@ -44,7 +44,6 @@ from engine import record
 from engine.cluster.base import Cluster
 from engine.errors import LabError
 from engine.history import read_jsonl
-from engine.kafka import quorum
 from engine.levels import CORE_LEVELS, LEVELS
 from engine.nemesis import Nemesis
 from engine.runner import LevelRun, new_run_id
@@ -329,7 +328,7 @@ class FreePlay:
     def _chosen_leader(self) -> int:
         """The node to lead every partition: not the controller, so a kill moves leadership
         alone and not the controller too (the lesson is the partition leader's)."""
-        controller = quorum.active_controller(self.cluster.direct_bootstrap)
+        controller = self.cluster.active_controller()
         candidates = [n for n in self.cluster.node_ids if n != controller]
         return (candidates or self.cluster.node_ids)[0]
 

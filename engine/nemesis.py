@@ -290,7 +290,7 @@ class Nemesis:
     def _controller(self) -> int | None:
         """The active controller (the metadata quorum's leader); None if none is known."""
         try:
-            return quorum.active_controller(self.ctx.cluster.direct_bootstrap, timeout=3.0)
+            return self.ctx.cluster.active_controller(timeout=3.0)
         except quorum.QuorumUnknown:
             return None
 
@@ -305,18 +305,26 @@ class Nemesis:
             time.sleep(0.1)
         return replicas
 
+    def _calm_follower(self, kind: str) -> tuple[int, int | None, int] | None:
+        """(the leader, the active controller, the follower to hurt) of partition 0, or None
+        (recorded as `{kind}-skipped`) if it has no follower. The follower is not the active
+        controller where the placement allows: hurting it would also move the metadata
+        quorum's leadership, another lesson (the quorum survives: 2 of 3)."""
+        leader = self._leader()
+        controller = self._controller()
+        followers = [n for n in self._replicas() if n != leader]
+        if not followers:
+            self.record(f"{kind}-skipped", reason="the partition has no follower")
+            return None
+        calm = [n for n in followers if n != controller]
+        return leader, controller, (calm or followers)[0]
+
     def _kill_one_follower(self) -> None:
         """SIGKILL one follower of the topic's partition 0 (not the active controller)."""
         cluster = self.ctx.cluster
-        leader = self._leader()
-        controller = self._controller()
-        replicas = self._replicas()
-        followers = [n for n in replicas if n != leader]
-        if not followers:
-            self.record("kill-follower-skipped", reason="the partition has no follower")
+        if (picked := self._calm_follower("kill-follower")) is None:
             return
-        calm = [n for n in followers if n != controller]
-        node = (calm or followers)[0]
+        leader, controller, node = picked
         cluster.kill_node(node)
         self.killed_nodes.add(node)
         self.node_roles["follower"] = node
@@ -365,21 +373,12 @@ class Nemesis:
         fenced and stays in the ISR: an acks=all write waits for it, and the leader answers
         REQUEST_TIMED_OUT once the request's timeout passes, the write in its log all the
         same (retry-reorder). Frozen for longer, the controller fences it, and a fenced broker
-        leaves every ISR (isr-shrink). Freezing the controller too would stall the metadata
-        quorum instead, which is another lesson.
+        leaves every ISR (isr-shrink).
         """
         cluster = self.ctx.cluster
-        leader = self._leader()
-        controller = self._controller()
-        replicas = self._replicas()
-        followers = [n for n in replicas if n != leader]
-        if not followers:
-            self.record("pause-follower-skipped", reason="the partition has no follower")
+        if (picked := self._calm_follower("pause-follower")) is None:
             return
-        # Not the active controller where the placement allows: freezing it would also move
-        # the metadata quorum's leadership, another lesson (the quorum survives: 2 of 3).
-        calm = [n for n in followers if n != controller]
-        node = (calm or followers)[0]
+        leader, controller, node = picked
         cluster.pause_node(node)
         self.paused_nodes.add(node)
         self.record("pause-follower", node=node, leader=leader, controller=controller)

@@ -38,7 +38,7 @@ from engine.errors import LabError
 from engine.explain import broker_answers, explain, id_ranges, lost_coordinator_messages
 from engine.failpoints import FailPoint
 from engine.history import HistoryFanOut, HistoryWriter, Tail, merge
-from engine.kafka import admin, quorum
+from engine.kafka import admin
 from engine.kafka.elr import (
     ElrWatch,
     PartitionReplicas,
@@ -297,7 +297,7 @@ class LevelRun:
             if sc.shared_faults:
                 self.notes.append(placement_note([leader, *others], spare))
         elif sc.replicas_avoid_controller:
-            controller = quorum.active_controller(direct)
+            controller = self.cluster.active_controller()
             assignment = [[n for n in self.cluster.node_ids if n != controller]] * (
                 workload.partitions
             )
@@ -380,7 +380,7 @@ class LevelRun:
             def report(state: PartitionReplicas, at: float) -> None:
                 nemesis.record("elr", read_at=at, **state.to_json())
 
-            elr_watch = ElrWatch(self.running_bootstrap, self.judged_topic, report)
+            elr_watch = ElrWatch(self.cluster.running_bootstrap, self.judged_topic, report)
             nemesis.ctx.node_changed = elr_watch.poke
         offsets = (
             StableOffsetWatch(self.cluster.direct_bootstrap, self.judged_topic)
@@ -561,12 +561,6 @@ class LevelRun:
             "open_transactions": open_txns,
             "explain": why.to_json(),
         }
-
-    def running_bootstrap(self) -> str:
-        """The direct addresses of the nodes running now (none frozen or down), or every
-        node's if none is known to run."""
-        running = [n.direct_address for n in self.cluster.nodes() if n.state == "running"]
-        return ",".join(running) or self.cluster.direct_bootstrap
 
     def _record_replication_evidence(self) -> None:
         """The partition's replica sets as the run ends, and what the brokers logged of its
@@ -877,7 +871,7 @@ def placement_note(replicas: list[int], controller: int | None) -> str:
 def calm_leader(cluster: Cluster) -> tuple[int, int]:
     """(a node that is not the active controller, the active controller): where a scenario
     with shared faults places its partitions' leader, and the node it places last."""
-    controller = quorum.active_controller(cluster.direct_bootstrap)
+    controller = cluster.active_controller()
     return next(n for n in cluster.node_ids if n != controller), controller
 
 

@@ -11,6 +11,7 @@ Two addresses matter:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from abc import ABC, abstractmethod
@@ -118,8 +119,10 @@ class Cluster(ABC):
         from engine import paths
 
         nodes = self.nodes()
-        # Asked of the running nodes only: a frozen one accepts the connection, never answers.
-        running = [n.direct_address for n in nodes if n.state == NodeState.RUNNING]
+        controller = None
+        if view is not None:  # for half a second: the sidebar asks every two
+            with contextlib.suppress(quorum.QuorumUnknown):
+                controller = quorum.active_controller(self.running_bootstrap(nodes), 0.5)
         return ClusterStatus(
             backend=self.backend,
             name=self.name,
@@ -127,20 +130,29 @@ class Cluster(ABC):
             proxied_bootstrap=self.proxied_bootstrap,
             nodes=nodes,
             reachable=view is not None,
-            controller_id=_active_controller(",".join(running)) if view and running else None,
+            controller_id=controller,
             kafka_version=paths.kafka_version(),
             proxy=self.proxy,
             partition_leaders=view.leaders if view else None,
         )
 
-    def leader_of(self, topic: str, partition: int = 0) -> int:
-        """The partition's leader, asked of the nodes running now.
+    def running_bootstrap(self, nodes: list[NodeInfo] | None = None) -> str:
+        """The direct addresses of the nodes running now, or every node's if none is known
+        to run. A frozen broker still accepts connections (the kernel, or Docker's port
+        proxy, does it for it) and never answers: asked first, it would use up a timeout."""
+        nodes = self.nodes() if nodes is None else nodes
+        running = [n.direct_address for n in nodes if n.state == NodeState.RUNNING]
+        return ",".join(running) or self.direct_bootstrap
 
-        A frozen broker still accepts connections (the kernel, or Docker's port proxy, does
-        it for it) and never answers: asked first, it would use up the whole timeout.
-        """
-        running = [n.direct_address for n in self.nodes() if n.state == NodeState.RUNNING]
-        return admin.partition_leader(",".join(running) or self.direct_bootstrap, topic, partition)
+    def leader_of(self, topic: str, partition: int = 0) -> int:
+        """The partition's leader, asked of the nodes running now."""
+        return admin.partition_leader(self.running_bootstrap(), topic, partition)
+
+    def active_controller(self, timeout: float = 10.0) -> int:
+        """The active controller (the metadata quorum's leader), asked of the nodes running
+        now; QuorumUnknown if none tells within `timeout` (for about 30 s after the active
+        controller froze, brokers forward the question to it)."""
+        return quorum.active_controller(self.running_bootstrap(), timeout)
 
     # Broker faults: only backends that own the broker processes can do these.
     def kill_node(self, node_id: int) -> None:
@@ -174,15 +186,6 @@ class Cluster(ABC):
             "brokers. Network faults through the proxy still work; use the local or docker "
             "backend for broker faults."
         )
-
-
-def _active_controller(bootstrap: str) -> int | None:
-    """The metadata quorum's leader, or None if no broker tells it within half a second
-    (for about 30 s after the active controller froze, brokers forward the question to it)."""
-    try:
-        return quorum.active_controller(bootstrap, timeout=0.5)
-    except quorum.QuorumUnknown:
-        return None
 
 
 def write_json_atomic(path: Path, data: dict[str, Any]) -> None:
