@@ -10,8 +10,10 @@ Definitions (shown in the dashboard's help, used by the PySpark job too):
 - delivered: ids with at least one copy. duplicates: copies beyond the first, summed.
 - lost: ids of the ledger with no copy, except those the workload aborted on purpose
   (their verdict is "aborted, as intended").
-- reordered: within a partition, taking each id's first copy in offset order, an id stored
-  after a larger id (the workload creates ids in increasing order).
+- reordered: within a partition, in offset order, an id with a copy stored after a copy of a
+  larger id (the workload creates ids in increasing order). Every copy counts, retries too:
+  a reader that applies each record in turn (last write wins, a compacted topic, a state
+  store) sees that id come back after a later one.
 - visible although aborted: a copy that a read_uncommitted reader sees but a read_committed
   reader does not, once every transaction has ended (it belonged to an aborted transaction).
 - end-to-end latency: the first moment the sink consumer saw an id, minus the moment the
@@ -95,19 +97,19 @@ def latency_summary(latencies: Sequence[float]) -> dict[str, float | None]:
 
 
 def reordered_ids(records: Iterable[StoredRecord]) -> set[int]:
-    """Ids whose first copy lands after a larger id's first copy in the same partition."""
+    """Ids with a copy stored after a copy of a larger id in the same partition.
+
+    Every copy counts, not only the first: a retry stored after later ids is seen out of
+    order by any reader that applies each record (retry-reorder's duplicate is one).
+    """
     by_partition: dict[int, list[StoredRecord]] = defaultdict(list)
     for record in records:
         if record.id is not None:
             by_partition[record.partition].append(record)
     out: set[int] = set()
     for recs in by_partition.values():
-        seen: set[int] = set()
         highest = -1
         for record in sorted(recs, key=lambda r: r.offset):
-            if record.id in seen:
-                continue
-            seen.add(record.id)
             if record.id < highest:
                 out.add(record.id)
             highest = max(highest, record.id)

@@ -246,7 +246,14 @@ def explain(
     reordered = [v.id for v in verdicts if v.reordered]
     if reordered:
         late = [i for ids in written_after_wake.values() for i in ids]
-        sentence = f"Reordered: {ids_phrase(reordered)} stored after later ids."
+        sentence = f"Reordered: {ids_phrase(reordered)} stored after later ids"
+        again = [v.id for v in verdicts if v.reordered and v.copies > 1]
+        if again and len(again) == len(reordered):
+            sentence += " (a second copy, behind ids sent later)"
+        sentence += (
+            ": a reader that applies each record in turn (last write wins, a compacted topic, "
+            "a state store) sees them come back after a later one."
+        )
         if late and set(reordered) <= set(late):
             sentence += (
                 " The frozen instance wrote them when it woke, after the replacement had moved on."
@@ -482,8 +489,9 @@ def lost_coordinator_messages(faults: Sequence[dict[str, Any]]) -> list[str]:
         text = words.get(str(fault.get("kind"))) if fault.get("source") == "proxy" else None
         if text is not None:
             held = (
-                " The connection stalled from there on, as TCP does behind a lost segment, "
-                "until the client would give up on it (socket.timeout.ms)."
+                " The lab then kept the connection silent, as a network path that stays down "
+                "would (one lost segment TCP retransmits within about a second), until the "
+                "client would give up on it (socket.timeout.ms)."
                 # A lost request always stalls its connection (engine/proxy/server.py).
                 if fault.get("after") == "hold" or str(fault["kind"]).endswith("request_dropped")
                 else ""
@@ -497,14 +505,16 @@ def lost_coordinator_messages(faults: Sequence[dict[str, Any]]) -> list[str]:
 PRODUCE_ERROR_MEANING = {
     "NOT_ENOUGH_REPLICAS": "The leader checks min.insync.replicas before it appends: the "
     "write was not stored.",
-    "NOT_ENOUGH_REPLICAS_AFTER_APPEND": "The write was appended, but the ISR shrank below "
-    "min.insync.replicas before it was replicated: a retry may store it twice.",
+    "NOT_ENOUGH_REPLICAS_AFTER_APPEND": "The write was appended and every replica then in "
+    "the ISR had it, but the ISR had shrunk below min.insync.replicas: the write is stored, "
+    "and a retry may store it twice.",
     "REQUEST_TIMED_OUT": "The leader gave up waiting for the in-sync replicas, the write "
     "already in its log: a retry may store it twice, after later writes.",
-    "NOT_LEADER_OR_FOLLOWER": "The node no longer leads the partition: a write it appended "
-    "but had not replicated is not committed, and is cut from its log when it follows the new "
-    "leader. The retry goes to the new leader, and stores the write once unless a follower "
-    "had copied it just before the move.",
+    "NOT_LEADER_OR_FOLLOWER": "The node no longer leads the partition, and the write may be "
+    "stored all the same: Kafka gives this answer to a write it had appended once it stops "
+    "leading. If the new leader had not copied it, it is cut from the old leader's log when "
+    "that node follows; if it had, the retry stores it a second time (idempotence rules that "
+    "out). The retry goes to the new leader.",
 }
 
 
@@ -637,7 +647,8 @@ def _nemesis_evidence(event: dict[str, Any], out: Explanation) -> None:
     elif kind == "wipe-partition":
         out.evidence.append(
             f"While node {event.get('node')} was down, its copy of {event.get('partition')} was "
-            "deleted (as a replaced disk loses it); its other data stayed."
+            "deleted; its other data stayed, meta.properties included (a replaced disk would "
+            "have to be formatted again, with a new directory id: KIP-858)."
         )
     elif kind == "restart-nodes" and event.get("target"):
         nodes = ", ".join(str(n) for n in event.get("nodes") or [])

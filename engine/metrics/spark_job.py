@@ -9,8 +9,8 @@ definitions of engine/checker.py, so its counts equal the checker's:
 - copies: records of an id at the level's isolation; delivered: ids with a copy;
   duplicates: copies beyond the first, summed; lost: no copy, unless the workload aborted
   the id on purpose ("aborted, as intended");
-- reordered: within a partition, taking each id's first copy in offset order, an id stored
-  after a larger one;
+- reordered: within a partition, in offset order, an id with a copy (any copy, retries too)
+  stored after a copy of a larger id;
 - aborted_visible: copies at the level's isolation that read_committed does not show;
 - latency: the sink's first `consumed` of an id minus `created_at` of its first copy (by
   partition, then offset); percentiles by nearest rank (engine.checker.LATENCY_DEFINITION).
@@ -409,9 +409,9 @@ def _facts_sql(
 
     Per level, partition and id the records give: copies, the first copy, aborted and hidden
     copies, and whether the id is reordered in that partition (engine.checker.reordered_ids).
-    The largest id before a position only grows with the offset, so its minimum over an
-    id's copies is its value at the first copy: the id is reordered there when that is
-    larger than the id. Each history event is one row, plus one row per id named by a
+    The largest id before a position only grows with the offset, so its maximum over an
+    id's copies is its value at the last copy: the id is reordered when that is larger than
+    the id (some copy of it came after a larger id). Each history event is one row, plus one row per id named by a
     producer's txn_abort or txn_commit. History is
     time-ordered, so the checker's first (setdefault) of an event is the earliest.
     """
@@ -442,7 +442,7 @@ WITH record_facts AS (
            min_by(created_at, CASE WHEN stored THEN `offset` END) AS first_created_at,
            sum(CAST(aborted AS BIGINT)) AS aborted,
            sum(CAST(hidden AS BIGINT)) AS hidden,
-           coalesce(min(CASE WHEN stored THEN highest END) > id, FALSE) AS reordered,
+           coalesce(max(CASE WHEN stored THEN highest END) > id, FALSE) AS reordered,
            CAST(NULL AS DOUBLE) AS t, FALSE AS by_producer, FALSE AS by_sink, 0 AS ev
     FROM {{records}} GROUP BY level, `partition`, id
 ), history_facts AS (

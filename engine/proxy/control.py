@@ -224,8 +224,8 @@ class ProxyControl:
         producer's EndTxn instead of Produce.
 
         drop="request" loses the Produce request itself instead of its response, and the
-        connection stalls from it on, as TCP does behind a lost segment (nothing behind it is
-        forwarded) until the client gives up on the connection.
+        connection stays silent from it on, as a path that stays down would (nothing behind
+        it is forwarded) until the client gives up on the connection.
         """
         answer = self.request(
             "drop_produce_responses",

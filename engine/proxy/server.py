@@ -356,12 +356,14 @@ class Connection:
         return item
 
     def _drop_request(self, info: Inflight) -> None:
-        """Lose a Produce request as a network loses it: TCP delivers nothing behind it.
+        """Lose a request as a network path that goes down loses it: nothing behind it arrives.
 
-        A lost segment stalls its connection: the requests behind it on the same connection
-        never reach the broker either, and nothing comes back, until the client gives up on
-        the connection (socket.timeout.ms) and retries on a new one, in order. So the proxy
-        holds the connection from the lost request on, instead of forwarding what follows.
+        TCP delivers a connection's bytes in order, so the requests behind a lost one never
+        reach the broker either. One lost segment would be retransmitted within about a
+        second; a path that stays down (a partition) keeps everything behind it back until
+        the client gives up on the connection (socket.timeout.ms) and retries on a new one,
+        in order. So the proxy holds the connection from the lost request on, instead of
+        forwarding what follows (which would be a reordering no network can cause).
         """
         rule = info.drop_rule
         assert rule is not None

@@ -243,6 +243,45 @@ def test_dump_shows_producer_ids_epochs_and_markers(cluster1, txn_topic):
     assert controls == []
 
 
+def test_a_replacement_fences_by_epoch_first_then_aborts_at_the_new_epoch(cluster1):
+    """Read from the log: a dead instance's open transaction is aborted at a bumped epoch.
+
+    The replacement's init_transactions makes the coordinator bump the epoch (fencing the
+    old instance) and write the ABORT marker at that epoch; the replacement then gets a
+    higher one still (end-txn-request-lost and the Zombie page say so). The contrast, a
+    transaction its own producer aborts, carries the writer's own epoch (the fixture's
+    A-aborted, test_dump_shows_producer_ids_epochs_and_markers).
+    """
+    bootstrap = cluster1.direct_bootstrap
+    topic, txn_id = unique("txn-fence"), unique("txn-fence-id")
+    admin.create_topic(bootstrap, topic)
+    dead = Producer({"bootstrap.servers": bootstrap, "transactional.id": txn_id})
+    dead.init_transactions(60)
+    dead.begin_transaction()
+    for value in ("d1", "d2"):
+        dead.produce(topic, key="dead", value=value)
+    assert dead.flush(30) == 0  # appended, in an open transaction the dead one never ends
+    replacement = Producer({"bootstrap.servers": bootstrap, "transactional.id": txn_id})
+    replacement.init_transactions(60)
+    replacement.begin_transaction()
+    replacement.produce(topic, key="new", value="n1")
+    assert replacement.flush(30) == 0
+    replacement.commit_transaction(30)
+    deadline = time.monotonic() + 10
+    while logs.wait_until_stable(bootstrap, topic) < 5:  # 2 + ABORT + 1 + COMMIT
+        assert time.monotonic() < deadline, "the markers were not written"
+        time.sleep(0.05)
+
+    batches = logs.dump_log(cluster1, topic).batches
+    data = [b for b in batches if not b.is_control]
+    controls = [(b.control_type, b.producer_epoch) for b in batches if b.is_control]
+    dead_epoch, new_epoch = data[0].producer_epoch, data[-1].producer_epoch
+    assert len({b.producer_id for b in batches}) == 1
+    ((abort_epoch,),) = {(e,) for kind, e in controls if kind == "ABORT"}
+    assert dead_epoch < abort_epoch < new_epoch, (dead_epoch, abort_epoch, new_epoch)
+    assert ("COMMIT", new_epoch) in controls
+
+
 def test_open_transaction_holds_read_committed_at_the_lso(cluster1):
     demo = logs.open_transaction_demo(cluster1.direct_bootstrap, open_records=3)
     held, after = demo.while_open, demo.after_commit

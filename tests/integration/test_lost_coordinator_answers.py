@@ -1,8 +1,8 @@
 """A lost answer is not a lost request: offset commits and transaction commits, on a broker.
 
 The fault proxy loses the group or transaction coordinator's answer (the coordinator has
-handled the request), or the request itself (it never has), and holds the connection as TCP
-would. The processor is killed while it waits, and where its replacement starts reading,
+handled the request), or the request itself (it never has), and holds the connection
+silent, as a network path that stays down would. The processor is killed while it waits, and where its replacement starts reading,
 the group's committed offset, shows which of the two happened. Counts equal kcat's.
 """
 

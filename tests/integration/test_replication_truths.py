@@ -96,10 +96,10 @@ def test_a_last_leader_back_with_an_empty_disk_leads_and_the_follower_truncates_
 
 
 def test_a_leader_that_shuts_down_cleanly_answers_not_leader_and_the_retry_stores_once(cluster3):
-    """NOT_LEADER_OR_FOLLOWER, beside retry-reorder's REQUEST_TIMED_OUT: what the old leader
-    had not replicated is not committed, so the retries lose nothing and keep the order,
-    without idempotence too (a write the follower had already copied may be stored twice
-    there; idempotence rules that out, checked by the scenario's expectations)."""
+    """NOT_LEADER_OR_FOLLOWER, beside retry-reorder's REQUEST_TIMED_OUT: several requests are
+    in flight and all are answered so at once, and the retries lose nothing. The order holds
+    at idempotent-only; at at-least-once a write the new leader had already copied may be
+    stored twice, and a second copy may follow later ids, so only loss is asserted there."""
     for level, result in _run_levels("leader-moves", cluster3).items():
         faults = result["faults"]
         leader = _kinds(faults, "stop-leader")[0]["node"]
@@ -112,7 +112,11 @@ def test_a_leader_that_shuts_down_cleanly_answers_not_leader_and_the_retry_store
         assert answers[0]["node"] == leader, level
         new_leaders = {f["leader"] for f in _kinds(faults, "isr")} - {leader}
         assert {a["node"] for a in answers} <= {leader} | new_leaders, level
-        assert (result["lost"], result["reordered"]) == (0, 0), level
+        # Several requests were in flight (batch: true), and the old leader answered each.
+        assert len([a for a in answers if a["node"] == leader]) >= 2, level
+        assert result["lost"] == 0, level
+        if level == "idempotent-only":
+            assert (result["duplicates"], result["reordered"]) == (0, 0), level
         assert any(f["leader"] != leader for f in _kinds(faults, "isr")), level
         # Truncation is logged only when the old leader held writes it had not replicated.
         lines = [(f["node"], f["line"]) for f in _kinds(faults, "broker-log")]

@@ -147,7 +147,7 @@ def plant(
     for fate in fates:
         if fate["abort"] == "by-design":
             fate["copies"] = 0
-        # Only a second copy may go last: a message's first copy is what reordering judges.
+        # Only a second copy may go last (a retry stored after everything else).
         fate["retry_at_end"] = fate["retry_at_end"] and fate["copies"] >= 2
     for stage in ("on time", "late", "retries"):
         for message_id, fate in enumerate(fates):
@@ -219,18 +219,17 @@ def plant(
     ]
     run.history += [{**e, "level": spec.level} for e in events]
 
-    # What was planted, counted from the plan rather than by the checker's rules.
-    on_time_max = {
-        p: max(
-            (
-                i
-                for i, f in enumerate(fates)
-                if not f["late"] and visible.get(i) and f["partition"] % partitions == p
-            ),
-            default=-1,
-        )
-        for p in range(partitions)
-    }
+    # What was planted, counted from the plan rather than by the checker's rules: an id is
+    # reordered when one of its visible copies follows a visible copy of a larger id.
+    out_of_order: set[int] = set()
+    for log in logs.values():
+        larger_before = -1
+        for message_id, aborted in log:
+            if aborted and committed_only:
+                continue
+            if message_id < larger_before:
+                out_of_order.add(message_id)
+            larger_before = max(larger_before, message_id)
     ledger = range(len(fates))
     aborted_copies = sum(1 for f in fates if f["abort"] != "none")
     by_design = sum(1 for f in fates if f["abort"] == "by-design")
@@ -247,11 +246,7 @@ def plant(
         "lost": sum(
             1 for i, f in enumerate(fates) if not visible.get(i) and f["abort"] != "by-design"
         ),
-        "reordered": sum(
-            1
-            for i, f in enumerate(fates)
-            if f["late"] and visible.get(i) and on_time_max[f["partition"] % partitions] > i
-        ),
+        "reordered": len(out_of_order),
         "aborted_visible": 0 if committed_only else aborted_copies,
         "aborted_as_intended": by_design if committed_only else 0,
         "aborted_at_read_uncommitted": aborted_copies,

@@ -50,9 +50,25 @@ def test_what_the_counts_cannot_say_is_said_in_the_evidence():
     assert judging_caveats({}, [v for v in verdicts if v.id == 0], 75) == []
 
 
-def test_reorder_is_judged_per_partition_on_first_copies():
+def test_reorder_is_judged_per_partition_on_every_copy():
     stored = [rec(0, 0, 1), rec(0, 1, 2), rec(0, 2, 0), rec(0, 3, 1), rec(1, 0, 5), rec(1, 1, 3)]
-    assert reordered_ids(stored) == {0, 3}
+    # 0 first stored after 2; 1's second copy after 2; 3 after 5 in partition 1.
+    assert reordered_ids(stored) == {0, 1, 3}
+
+
+def test_a_retry_stored_after_later_ids_is_reordered():
+    # retry-reorder's shape: id 2 at offset 2, ids 3-6, then id 2's retry at offset 7.
+    ids = [0, 1, 2, 3, 4, 5, 6, 2]
+    _, counts = check(
+        ledger=range(7), history=[], stored=[rec(0, off, i) for off, i in enumerate(ids)]
+    )
+    assert (counts.duplicates, counts.reordered) == (1, 1)
+    # A retry stored right behind its first copy changes nothing a reader applies.
+    ids = [0, 1, 2, 2, 3, 4, 5, 6]
+    _, counts = check(
+        ledger=range(7), history=[], stored=[rec(0, off, i) for off, i in enumerate(ids)]
+    )
+    assert (counts.duplicates, counts.reordered) == (1, 0)
 
 
 def test_aborted_copies_and_aborts_by_design():
