@@ -246,13 +246,12 @@ def explain(
     reordered = [v.id for v in verdicts if v.reordered]
     if reordered:
         late = [i for ids in written_after_wake.values() for i in ids]
-        sentence = f"Reordered: {ids_phrase(reordered)} stored after later ids"
         again = [v.id for v in verdicts if v.reordered and v.copies > 1]
-        if again and len(again) == len(reordered):
-            sentence += " (a second copy, behind ids sent later)"
-        sentence += (
-            ": a reader that applies each record in turn (last write wins, a compacted topic, "
-            "a state store) sees them come back after a later one."
+        copy = "a later copy of " if again and len(again) == len(reordered) else ""
+        sentence = (
+            f"Reordered: {copy}{ids_phrase(reordered)} stored after later ids, so a reader "
+            "that applies each record in turn (last write wins, a compacted topic, a state "
+            "store) sees it come back."
         )
         if late and set(reordered) <= set(late):
             sentence += (

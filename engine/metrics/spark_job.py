@@ -411,9 +411,9 @@ def _facts_sql(
     copies, and whether the id is reordered in that partition (engine.checker.reordered_ids).
     The largest id before a position only grows with the offset, so its maximum over an
     id's copies is its value at the last copy: the id is reordered when that is larger than
-    the id (some copy of it came after a larger id). Each history event is one row, plus one row per id named by a
-    producer's txn_abort or txn_commit. History is
-    time-ordered, so the checker's first (setdefault) of an event is the earliest.
+    the id (some copy of it came after a larger id). Each history event is one row, plus
+    one row per id named by a producer's txn_abort or txn_commit. History is time-ordered,
+    so the checker's first (setdefault) of an event is the earliest.
     """
     producer = _sql_in("split(proc, '#')[0]", producer_procs)
     code = _sql_codes("level", {s.level: k for k, s in enumerate(levels)})

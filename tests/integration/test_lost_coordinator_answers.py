@@ -2,8 +2,9 @@
 
 The fault proxy loses the group or transaction coordinator's answer (the coordinator has
 handled the request), or the request itself (it never has), and holds the connection
-silent, as a network path that stays down would. The processor is killed while it waits, and where its replacement starts reading,
-the group's committed offset, shows which of the two happened. Counts equal kcat's.
+silent, as a network path that stays down would. The processor is killed while it waits,
+and where its replacement starts reading, the group's committed offset, shows which of the
+two happened. Counts equal kcat's.
 """
 
 from __future__ import annotations
