@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from engine import paths
 from engine.errors import LabError
-from engine.scenario import EXPECTATION, list_scenarios, meets
+from engine.scenario import EXPECTATION, Source, list_scenarios, meets
 
 
 class LessonError(LabError):
@@ -51,6 +51,8 @@ class Step(BaseModel):
     answer: str
     check: Check
     explain: str
+    # Where the explanation's claims come from, shown as footnotes under it.
+    sources: list[Source] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _answer_is_an_option(self) -> Step:

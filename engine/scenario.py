@@ -25,6 +25,30 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+class Source(_Strict):
+    """Where a claim comes from: a KIP, Kafka's or librdkafka's code or documentation (a web
+    address), or the lab's own test on a real broker (a path such as
+    tests/integration/test_log_views.py::test_name)."""
+
+    label: Annotated[str, Field(min_length=3, max_length=90)]
+    url: str
+
+    @field_validator("url")
+    @classmethod
+    def _address_or_lab_test(cls, value: str) -> str:
+        if value.startswith("https://"):
+            return value
+        path = value.split("::")[0]
+        from engine import paths
+
+        if path.startswith("tests/") and (paths.REPO_ROOT / path).is_file():
+            return value
+        raise ValueError(
+            f"'{value}' is neither an https:// address nor a test file of the lab "
+            "(tests/...py::test_name)"
+        )
+
+
 class Workload(_Strict):
     messages: Annotated[int, Field(gt=0, le=1_000_000)] = 20
     partitions: Annotated[int, Field(gt=0, le=64)] = 1
@@ -128,6 +152,8 @@ class Scenario(_Strict):
     name: str
     title: str
     story: str = ""
+    # Where the story's claims come from, shown as footnotes under it.
+    sources: list[Source] = Field(default_factory=list)
     nodes: Literal[1, 3] = 1
     pipeline: Literal["producer", "processor"] = "producer"
     levels: list[str] = Field(default_factory=lambda: list(CORE_LEVELS))

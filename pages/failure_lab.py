@@ -14,6 +14,7 @@ from pages._roles import is_presenter
 from pages._run_control import run_live
 from pages._run_view import render_run
 from pages._shared import ClusterService, cluster_service, node_advice, require_app, show_error
+from pages._sources import render_sources
 
 require_app()
 
@@ -65,8 +66,10 @@ if presenter_on():
     ran = name in st.session_state.get("lab_runs", {}) or st.session_state.get("lab_run")
     with st.expander("The story", expanded=not ran):
         st.markdown(scenario.story)
+        render_sources(scenario.sources)
 else:
     st.markdown(scenario.story)
+    render_sources(scenario.sources)
 workload = scenario.workload
 run_slot, parameters = st.columns([1, 9], vertical_alignment="top")
 with parameters.expander("Parameters"):

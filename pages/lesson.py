@@ -24,6 +24,7 @@ from pages._shared import (
     require_app,
     show_error,
 )
+from pages._sources import render_sources
 
 require_app()
 
@@ -205,8 +206,10 @@ if phase == "explain":
             "the counts below are what Kafka really holds. Run the step again to compare."
         )
     st.markdown(step.explain)
+    render_sources(step.sources)
     with st.expander("The scenario's story"):
         st.markdown(scenario.story)
+        render_sources(scenario.sources)
     # A lesson is always in front of a room: the verdict cards (presenter mode's) come first.
     render_run(run, presenter=True)
 
