@@ -8,8 +8,10 @@ Definitions (shown in the dashboard's help, used by the PySpark job too):
 
 - copies: records of a message id in the judged topic, read at the level's isolation.
 - delivered: ids with at least one copy. duplicates: copies beyond the first, summed.
-- lost: ids of the ledger with no copy, except those the workload aborted on purpose
-  (their verdict is "aborted, as intended").
+- lost: ids of the ledger with no copy that a producer sent, except those the workload
+  aborted on purpose (their verdict is "aborted, as intended"). An id no producer ever sent
+  (the producer stopped first: fenced, crashed without a replacement, or the run stopped)
+  is "never sent": Kafka was never asked to keep it.
 - reordered: within a partition, in offset order, an id with a copy stored after a copy of a
   larger id (the workload creates ids in increasing order). Every copy counts, retries too:
   a reader that applies each record in turn (last write wins, a compacted topic, a state
@@ -47,7 +49,7 @@ class StoredRecord:
 class Verdict:
     id: int
     # delivered once | duplicated | lost | reordered | visible although aborted |
-    # aborted, as intended
+    # aborted, as intended | never sent
     verdict: str
     copies: int
     offsets: list[str] = field(default_factory=list)  # "partition:offset"
@@ -73,6 +75,8 @@ class LevelCounts:
     latency_ms: dict[str, float | None]
     # Stored at the level's isolation but never read by the sink: no latency for them.
     unseen_by_sink: int = 0
+    # Ids no producer sent (not lost: Kafka was never asked to keep them).
+    never_sent: int = 0
 
 
 def percentile(values: Sequence[float], q: float) -> float | None:
@@ -122,7 +126,7 @@ def check(
     history: Sequence[dict[str, Any]],
     stored: Sequence[StoredRecord],
     committed_view: Sequence[StoredRecord] | None = None,
-    producer_procs: Iterable[str] = ("producer",),
+    producer_procs: Iterable[str] = ("producer", "source"),
     sink_proc: str = "sink",
 ) -> tuple[list[Verdict], LevelCounts]:
     """Judge every message of the ledger; returns the verdicts and the level's counts.
@@ -197,6 +201,8 @@ def check(
             verdict = "visible although aborted"
         elif not recs and message_id in aborted_by_design:
             verdict = "aborted, as intended"
+        elif not recs and ack == "unsent":
+            verdict = "never sent"
         elif not recs:
             verdict = "lost"
         elif len(recs) > 1:
@@ -232,6 +238,7 @@ def check(
         fenced=fenced,
         latency_ms=latency_summary(latencies),
         unseen_by_sink=sum(1 for v in verdicts if v.copies and v.consumed_at is None),
+        never_sent=sum(1 for v in verdicts if v.verdict == "never sent"),
     )
     return verdicts, counts
 

@@ -209,6 +209,20 @@ def explain(
         if pipeline == "producer":  # a retry overtaken; a processor redoes whole batches
             sentence += overtaken_sentence(duplicated, verdicts)
         out.why.append(sentence)
+    never_sent = [v.id for v in verdicts if v.verdict == "never sent"]
+    if never_sent:
+        stopped = [
+            f"{e.get('proc')} ({e.get('error') or e.get('ev')})"
+            for e in history
+            if e.get("ev") in ("fenced", "error", "hung")
+            and e.get("proc", "").startswith(("producer", "source"))
+        ]
+        out.why.append(
+            f"Never sent: {ids_phrase(never_sent)}. No producer handed them to Kafka"
+            + (f": {', '.join(stopped)} stopped first" if stopped else " before the run ended")
+            + ". Kafka was never asked to keep them, so they are not counted as lost; an "
+            "application would start a new producer and send them (the application's part)."
+        )
     lost = [v.id for v in verdicts if v.verdict == "lost"]
     replication = ""
     if lost:
@@ -217,7 +231,15 @@ def explain(
         auto_commit = any(
             e.get("ev") == "start" and e.get("mode") == "auto-commit" for e in history
         )
-        if pipeline == "processor" and auto_commit:
+        input_failed = [
+            v.id for v in verdicts if v.verdict == "lost" and v.ack in ("failed", "unacked")
+        ]
+        if pipeline == "processor" and input_failed and set(lost) <= set(input_failed):
+            sentence += (
+                " The source's writes of these inputs failed (its verdict rows say so), so "
+                "they never reached the input topic and the processor never saw them."
+            )
+        elif pipeline == "processor" and auto_commit:
             sentence += (
                 " The consumer's auto-commit timer (enable.auto.commit=true) committed their "
                 "input offsets before the processor had written their outputs, and the process "
@@ -266,6 +288,9 @@ def explain(
         duplicated=[v.id for v in duplicated],
         lost=lost,
         lost_acked=[v.id for v in verdicts if v.verdict == "lost" and v.ack == "acked"],
+        lost_unacked=[
+            v.id for v in verdicts if v.verdict == "lost" and v.ack in ("failed", "unacked")
+        ],
         reordered=reordered,
         writers=sorted({p for v in duplicated for p in writers_of.get(v.id, set())}),
         resumed=resumed,
@@ -438,13 +463,22 @@ def broker_answers(faults: Sequence[dict[str, Any]]) -> list[str]:
         else:
             which = f"{len(seen)} Produce requests (correlation ids {first.get('correlation_id')}"
             which += f" to {seen[-1].get('correlation_id')})"
+        who = (
+            "fatal for an idempotent or transactional producer: librdkafka does not retry it"
+            if error in FENCING_ERRORS
+            else "the client retries such an error on its own, if its settings allow"
+        )
         out.append(
             f"Node {node} answered {which} with {error}, after "
-            f"{first.get('waited_ms'):g} ms for the first (seen by the fault proxy; the client "
-            "retries such an error on its own, if its settings allow)."
+            f"{first.get('waited_ms'):g} ms for the first (seen by the fault proxy; {who})."
             + (f" {meaning}" if meaning else "")
         )
     return out
+
+
+# Answers that mean "a newer producer with your id holds a higher epoch": librdkafka raises
+# them as fatal (_FENCED) for a transactional producer instead of retrying (rdkafka_txnmgr.c).
+FENCING_ERRORS = frozenset({"INVALID_PRODUCER_EPOCH", "PRODUCER_FENCED"})
 
 
 # NOT_LEADER_OR_FOLLOWER from the node about to lead (leader-moves): Kafka's text for the error
@@ -509,6 +543,11 @@ PRODUCE_ERROR_MEANING = {
     "and a retry may store it twice.",
     "REQUEST_TIMED_OUT": "The leader gave up waiting for the in-sync replicas, the write "
     "already in its log: a retry may store it twice, after later writes.",
+    "INVALID_PRODUCER_EPOCH": "The write carried an epoch older than the one the "
+    "transaction coordinator had handed to a newer producer with the same transactional.id: "
+    "the broker refused it (nothing appended), and this producer is fenced.",
+    "PRODUCER_FENCED": "A newer producer with the same transactional.id holds a higher "
+    "epoch: the broker refused the write (nothing appended), and this producer is fenced.",
     "NOT_LEADER_OR_FOLLOWER": "The node no longer leads the partition, and the write may be "
     "stored all the same: Kafka gives this answer to a write it had appended once it stops "
     "leading. If the new leader had not copied it, it is cut from the old leader's log when "
@@ -550,6 +589,7 @@ def headline(
     lost: list[int],
     lost_acked: list[int],
     reordered: list[int],
+    lost_unacked: list[int] | None = None,
     writers: list[str],
     resumed: bool,
     late: list[int],
@@ -567,6 +607,10 @@ def headline(
         return f"{what}: {ids_phrase(duplicated)} retried and appended again"
     if counts.lost and lost:
         what = plural(counts.lost, "message") + " lost"
+        if pipeline == "processor" and lost_unacked and set(lost) <= set(lost_unacked):
+            # The input itself never made it: the source's write failed (the verdict rows
+            # say its ack failed), so the processor had nothing to commit or write.
+            return f"{what}: the source's writes of {ids_phrase(lost)} failed"
         if pipeline == "processor":
             return f"{what}: {ids_phrase(lost)} committed but never written"
         if lost_acked:

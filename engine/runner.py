@@ -677,6 +677,7 @@ class LevelRun:
             "fenced": counts.fenced,
             "latency_ms": counts.latency_ms,
             "unseen_by_sink": counts.unseen_by_sink,
+            "never_sent": counts.never_sent,
             "faults": faults,
             "started_at": self.started_at,
             "duration_s": round(time.time() - self.started_at, 2),

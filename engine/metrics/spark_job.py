@@ -8,7 +8,7 @@ definitions of engine/checker.py, so its counts equal the checker's:
 
 - copies: records of an id at the level's isolation; delivered: ids with a copy;
   duplicates: copies beyond the first, summed; lost: no copy, unless the workload aborted
-  the id on purpose ("aborted, as intended");
+  the id on purpose ("aborted, as intended") or no producer ever sent it ("never sent");
 - reordered: within a partition, in offset order, an id with a copy (any copy, retries too)
   stored after a copy of a larger id;
 - aborted_visible: copies at the level's isolation that read_committed does not show;
@@ -490,6 +490,8 @@ SELECT {name} AS level, *,
        id BETWEEN 0 AND {messages - 1} AS in_ledger,
        CASE WHEN aborted_copies > 0 THEN 'visible although aborted'
             WHEN {no_copy} AND aborted_by_design THEN 'aborted, as intended'
+            WHEN {no_copy} AND sent_at IS NULL AND NOT failed AND acked_at IS NULL
+                 THEN 'never sent'
             WHEN {no_copy} THEN 'lost'
             WHEN copies > 1 THEN 'duplicated'
             WHEN reordered THEN 'reordered'
@@ -518,6 +520,7 @@ _COUNTS = (
     "reordered",
     "aborted_visible",
     "aborted_as_intended",
+    "never_sent",
     "hidden",
     "fenced",
     "latency_count",
@@ -560,6 +563,7 @@ def _summary_sql(ranks: str) -> str:
         "reordered": count_if("reordered"),
         "aborted_visible": f"sum(CASE WHEN {ledger} THEN aborted_copies END)",
         "aborted_as_intended": count_if("verdict = 'aborted, as intended'"),
+        "never_sent": count_if("verdict = 'never sent'"),
         "hidden": f"sum(CASE WHEN {ledger} THEN hidden_copies END)",
         "fenced": "sum(fenced)",
         "latency_count": count_if(f"{lat} IS NOT NULL"),
@@ -806,7 +810,9 @@ def _summarise(
             "duplicates": c.get("duplicates") or 0,
             "duplicated_messages": duplicated,
             "duplicated_share": round(duplicated / messages, 4) if messages else 0.0,
-            "lost": (c.get("lost") or 0) + messages - (c.get("present") or 0),
+            "lost": c.get("lost") or 0,
+            # A ledger id that neither a record nor an event names was never sent.
+            "never_sent": (c.get("never_sent") or 0) + messages - (c.get("present") or 0),
             "reordered": c.get("reordered") or 0,
             "aborted_visible": c.get("aborted_visible") or 0,
             "aborted_as_intended": c.get("aborted_as_intended") or 0,

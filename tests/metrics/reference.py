@@ -34,6 +34,7 @@ COUNT_FIELDS = (
     "reordered",
     "aborted_visible",
     "aborted_as_intended",
+    "never_sent",
     "aborted_at_read_uncommitted",
     "fenced",
 )
@@ -122,6 +123,7 @@ def judge_level(
         "duplicated_share": round(duplicated / messages, 4) if messages else 0.0,
         "aborted_visible": counts.aborted_visible,
         "aborted_as_intended": sum(1 for v in verdicts if v.verdict == "aborted, as intended"),
+        "never_sent": counts.never_sent,
         "aborted_at_read_uncommitted": hidden,
         "fenced": counts.fenced,
         "unseen_by_sink": counts.unseen_by_sink,

@@ -244,7 +244,14 @@ def plant(
         "delivered": sum(1 for i in ledger if visible.get(i)),
         "duplicates": sum(max(0, visible.get(i, 0) - 1) for i in ledger),
         "lost": sum(
-            1 for i, f in enumerate(fates) if not visible.get(i) and f["abort"] != "by-design"
+            1
+            for i, f in enumerate(fates)
+            if not visible.get(i) and f["abort"] != "by-design" and f["ack"] != "unsent"
+        ),
+        "never_sent": sum(
+            1
+            for i, f in enumerate(fates)
+            if not visible.get(i) and f["abort"] != "by-design" and f["ack"] == "unsent"
         ),
         "reordered": len(out_of_order),
         "aborted_visible": 0 if committed_only else aborted_copies,

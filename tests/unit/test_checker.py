@@ -26,9 +26,11 @@ def test_duplicates_losses_and_acks():
     assert by_id[0].verdict == "delivered once" and by_id[0].latency_ms == 4000.0
     assert by_id[1].verdict == "duplicated" and by_id[1].copies == 2
     assert by_id[2].verdict == "lost" and by_id[2].ack == "failed"
-    assert by_id[3].ack == "unsent"
+    # Id 3 was never sent: not lost (Kafka was never asked to keep it); id 2 was sent and
+    # failed, and is lost.
+    assert by_id[3].ack == "unsent" and by_id[3].verdict == "never sent"
     assert (counts.sent, counts.acked, counts.delivered) == (3, 2, 2)
-    assert (counts.duplicates, counts.lost) == (1, 2)
+    assert (counts.duplicates, counts.lost, counts.never_sent) == (1, 1, 1)
     # Ids 1 stored but never read by the sink: counted, and said (no latency for them).
     assert counts.unseen_by_sink == 1
 

@@ -80,8 +80,14 @@ def test_duplicates_a_level_excludes_are_flagged_as_breaking_its_promise():
     assert "two instances processed the same input" in why.why[0]
 
 
+# The source producer wrote every input: an input no producer sent is "never sent", not lost.
+SOURCE_SENDS = [
+    {"t": 0.1, "proc": "source", "ev": ev, "id": i} for i in range(3) for ev in ("send", "ack")
+]
+
+
 def test_loss_at_most_once_names_the_ids_and_the_commit_before_the_outputs():
-    history = [{"t": 1.0, "proc": "processor", "ev": "output_acked", "id": 0}]
+    history = [*SOURCE_SENDS, {"t": 1.0, "proc": "processor", "ev": "output_acked", "id": 0}]
     verdicts, counts = check(ledger=range(3), history=history, stored=[StoredRecord(0, 0, 0)])
     why = explain("at-most-once", "processor", history, counts, verdicts)
     assert why.why[0].startswith("Lost: ids 1–2 not in the topic. Their offsets were committed")
@@ -91,6 +97,7 @@ def test_a_loss_under_auto_commit_is_traced_to_the_timer_and_its_fault_point():
     batch = {"ev": "auto_committed", "batch": 2, "ids": [1, 2], "offsets": {"0": 3}}
     batch["state"] = "offsets committed by the auto-commit timer, no output written yet"
     history = [
+        *SOURCE_SENDS,
         {"t": 0.5, "proc": "processor", "ev": "start", "mode": "auto-commit"},
         {"t": 1.0, "proc": "processor", "ev": "output_acked", "id": 0},
         {
@@ -113,6 +120,22 @@ def test_a_loss_under_auto_commit_is_traced_to_the_timer_and_its_fault_point():
         "Lost: ids 1–2 not in the topic. The consumer's auto-commit timer "
         "(enable.auto.commit=true) committed their input offsets before the processor"
     )
+
+
+def test_ids_no_producer_sent_are_never_sent_not_lost():
+    """A transactional producer fenced before it sent the rest: Kafka lost nothing."""
+    history = [
+        {"t": 0.1, "proc": "producer", "ev": "send", "id": 0},
+        {"t": 0.2, "proc": "producer", "ev": "ack", "id": 0},
+        {"t": 0.3, "proc": "producer", "ev": "fenced", "error": "_FENCED"},
+    ]
+    verdicts, counts = check(ledger=range(3), history=history, stored=[StoredRecord(0, 0, 0)])
+    assert (counts.lost, counts.never_sent) == (0, 2)
+    why = explain("exactly-once", "producer", history, counts, verdicts)
+    assert why.why[0].startswith(
+        "Never sent: ids 1–2. No producer handed them to Kafka: producer (_FENCED) stopped first."
+    )
+    assert not any("promise excludes" in line for line in why.why)
 
 
 def test_a_replacement_producers_policy_is_an_application_choice():
@@ -298,3 +321,21 @@ def test_a_producer_that_wrote_only_after_the_leader_died_is_said_to_have_done_s
     # A producer that wrote before the kill faced it: nothing to say.
     early = [*history[:3], event(0.2, "producer", "send", id=0)]
     assert wrote_after_leader_loss(sorted(early, key=lambda e: e["t"])) is None
+
+
+def test_a_processor_loss_whose_input_write_failed_says_so_not_committed_but_never_written():
+    """Free play's at-most-once card once said "committed but never written" for an input
+    whose source write had failed: the card and the verdict row must agree."""
+    history = [
+        {"t": 0.1, "proc": "source", "ev": "send", "id": 0},
+        {"t": 0.2, "proc": "source", "ev": "ack", "id": 0},
+        {"t": 0.1, "proc": "source", "ev": "send", "id": 1},
+        {"t": 0.3, "proc": "source", "ev": "fail", "id": 1},
+        {"t": 1.0, "proc": "processor", "ev": "output_acked", "id": 0},
+    ]
+    verdicts, counts = check(ledger=range(2), history=history, stored=[StoredRecord(0, 0, 0)])
+    assert [v.ack for v in verdicts] == ["acked", "failed"]
+    why = explain("at-most-once", "processor", history, counts, verdicts)
+    assert why.headline == "1 message lost: the source's writes of id 1 failed"
+    assert "The source's writes of these inputs failed" in why.why[0]
+    assert "committed" not in why.headline
