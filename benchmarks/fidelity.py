@@ -10,8 +10,18 @@ scenarios also partitions 1 and 3 and processing times of 0, 10 and 40 ms per me
 point whose settings cannot make the lesson (`Scenario.cannot_teach`, which the page shows
 before a run and refuses to run) is listed as refused, not run.
 
-Starts its own warm clusters (a 1-node one, and a 3-node one for broker-failover) and
+Starts its own warm clusters (a 1-node one, and a 3-node one for the 3-node scenarios) and
 prints a Markdown table for benchmarks/README.md; `--json` keeps every run's outcome.
+
+    .venv/bin/python -m benchmarks.fidelity --moving --only zombie,transaction-timeout
+
+`--moving` is the second grid: a crash or pause that its target arms on its own events
+(a processor's, or a transactional producer's) fires at every event that role writes, at
+several counts, instead of the file's point. There is no lesson to make at an arbitrary
+point, so each run is judged on being explained: every duplicate, loss, reordering,
+visible aborted record and unsent id has its sentence on the card; a fencing answer the
+proxy saw is counted as fenced; and a card that says a level broke its promise is listed,
+with its evidence, for a person to read.
 """
 
 from __future__ import annotations
@@ -31,6 +41,30 @@ from engine.runner import run_scenario
 from engine.scenario import Scenario, list_scenarios, load_scenario
 
 COMMIT_EVERY = (1, 2, 5, 10, 20)
+# The events each armable role writes (engine.roles), where a fault point may land.
+MOVING_EVENTS = {
+    "processor": (
+        "assigned",
+        "consumed",
+        "output_acked",
+        "commit_gap",
+        "committed",
+        "txn_begin",
+        "txn_commit",
+        "auto_committed",
+    ),
+    "producer": ("txn_init", "txn_begin", "txn_flushed", "txn_commit"),
+}
+MOVING_COUNTS = (1, 2, 3, 7)
+# A count's first word on the card's "why" lines.
+EXPLAINED_BY = {
+    "duplicates": "Duplicates",
+    "lost": "Lost",
+    "reordered": "Reordered",
+    "aborted_visible": "Visible",
+    "never_sent": "Never sent",
+}
+FENCING_ANSWERS = {"INVALID_PRODUCER_EPOCH", "PRODUCER_FENCED", "FENCED_INSTANCE_ID"}
 PARTITIONS = (1, 3)
 PROCESSING_MS = (0.0, 10.0, 40.0)
 
@@ -100,6 +134,88 @@ def measure(scenario: Scenario, cluster, point: Point, repeats: int) -> None:
         print(f"  {point.label}: {'made' if not missed else 'MISSED ' + str(missed)}", flush=True)
 
 
+def moving_grid(scenario: Scenario) -> list[tuple[str, Scenario]]:
+    """The scenario with its armed fault point moved to every event and count its role has."""
+    from engine.nemesis import armed_point
+
+    variants = []
+    for index, fault in enumerate(scenario.faults):
+        if armed_point(fault) is None:
+            continue
+        role = fault.when.process or ""
+        for event in MOVING_EVENTS.get(role, ()):
+            for count in MOVING_COUNTS:
+                if (event, count) == (fault.when.event, fault.when.count):
+                    continue
+                when = fault.when.model_copy(update={"event": event, "count": count})
+                moved = fault.model_copy(update={"when": when})
+                faults = [*scenario.faults[:index], moved, *scenario.faults[index + 1 :]]
+                label = f"{fault.kind} after {event} #{count}"
+                variants.append((label, scenario.model_copy(update={"faults": faults})))
+    return variants
+
+
+def unexplained(results: dict[str, dict]) -> tuple[list[str], list[str]]:
+    """(what a card leaves unexplained, the cards that say a promise was broken)."""
+    missing, broken = [], []
+    for level, result in results.items():
+        why = (result.get("explain") or {}).get("why") or []
+        for count, word in EXPLAINED_BY.items():
+            if result.get(count) and not any(line.startswith(word) for line in why):
+                missing.append(f"{level}: {count} {result[count]} without a '{word}' line")
+        answers = {
+            f.get("error")
+            for f in result.get("faults") or []
+            if f.get("source") == "proxy" and f.get("kind") == "produce_error"
+        }
+        if answers & FENCING_ANSWERS and not result.get("fenced"):
+            missing.append(f"{level}: the proxy saw {sorted(answers & FENCING_ANSWERS)}, fenced 0")
+        broken += [f"{level}: {line}" for line in why if "promise excludes" in line]
+    return missing, broken
+
+
+def measure_moving(scenario: Scenario, cluster) -> list[dict]:
+    outcomes = []
+    for label, variant in moving_grid(scenario):
+        began = time.monotonic()
+        try:
+            output = run_scenario(variant, cluster)
+            missing, broken = unexplained(output["results"])
+        except LabError as exc:
+            missing, broken = [f"the run failed: {exc}"], []
+        outcome = {
+            "scenario": scenario.name,
+            "point": label,
+            "seconds": round(time.monotonic() - began, 1),
+            "unexplained": missing,
+            "promise_broken": broken,
+        }
+        outcomes.append(outcome)
+        state = "explained" if not missing else f"UNEXPLAINED {missing}"
+        print(f"  {label}: {state}{' · promise: ' + str(broken) if broken else ''}", flush=True)
+    return outcomes
+
+
+def moving_table(outcomes: list[dict]) -> str:
+    lines = [
+        "| scenario | fault points | explained | a promise said broken |",
+        "|---|---|---|---|",
+    ]
+    by: dict[str, list[dict]] = {}
+    for outcome in outcomes:
+        by.setdefault(outcome["scenario"], []).append(outcome)
+    for name, rows in by.items():
+        done = sum(1 for r in rows if not r["unexplained"])
+        broken = sum(1 for r in rows if r["promise_broken"])
+        lines.append(f"| {name} | {len(rows)} | {done}/{len(rows)} | {broken} |")
+    for r in outcomes:
+        for line in r["unexplained"]:
+            lines.append(f"- unexplained, {r['scenario']} at {r['point']}: {line}")
+        for line in r["promise_broken"]:
+            lines.append(f"- said broken, {r['scenario']} at {r['point']}: {line}")
+    return "\n".join(lines)
+
+
 def table(points: list[Point]) -> str:
     lines = [
         "| scenario | grid points | refused before the run | runs | lesson made | "
@@ -135,6 +251,9 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--only", help="comma-separated scenario names")
     parser.add_argument("--json", type=Path, help="write every point's outcome here")
+    parser.add_argument(
+        "--moving", action="store_true", help="move each armed fault point over its role's events"
+    )
     args = parser.parse_args()
     os.environ.setdefault("LAB_STATE_DIR", tempfile.mkdtemp(prefix="lab-fidelity-"))
     os.environ.setdefault("LAB_RUNS_DIR", tempfile.mkdtemp(prefix="lab-fidelity-runs-"))
@@ -142,6 +261,7 @@ def main() -> None:
     scenarios = {name: load_scenario(list_scenarios()[name]) for name in names}
     clusters: dict[int, EmbeddedCluster] = {}
     points: list[Point] = []
+    moving: list[dict] = []
     began = time.monotonic()
     try:
         for name, scenario in scenarios.items():
@@ -151,6 +271,9 @@ def main() -> None:
                 )
                 clusters[scenario.nodes].start(timeout=240)
             print(f"{name}:", flush=True)
+            if args.moving:
+                moving += measure_moving(scenario, clusters[scenario.nodes])
+                continue
             for point in grid(scenario):
                 measure(scenario, clusters[scenario.nodes], point, args.repeats)
                 points.append(point)
@@ -158,6 +281,12 @@ def main() -> None:
         for cluster in clusters.values():
             cluster.stop()
     print()
+    if args.moving:
+        print(moving_table(moving))
+        print(f"\n{len(moving)} fault points, {time.monotonic() - began:.0f} s in all")
+        if args.json:
+            args.json.write_text(json.dumps(moving, indent=1))
+        return
     print(table(points))
     print(f"\n{len(points)} grid points, {time.monotonic() - began:.0f} s in all")
     if args.json:

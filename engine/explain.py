@@ -280,6 +280,14 @@ def explain(
                 " The frozen instance wrote them when it woke, after the replacement had moved on."
             )
         out.why.append(sentence)
+    if counts.aborted_visible:
+        shown = [v.id for v in verdicts if v.aborted_copies]
+        out.why.append(
+            f"Visible although aborted: {plural(counts.aborted_visible, 'record')} of aborted "
+            f"transactions ({ids_phrase(shown)}). This level's reader uses read_uncommitted, "
+            "which returns every record in offset order; a read_committed reader skips them "
+            "(Kafka's aborted-transaction index)."
+        )
 
     late_writes = [i for ids in written_after_wake.values() for i in ids]
     out.headline = headline(

@@ -1,0 +1,77 @@
+"""Record one real run of every scenario as test data: `python -m tests.data.record [NAME...]`.
+
+Each run's results (the counts per level, the faults and the explanation, as `engine run
+--json` prints them) go to tests/data/recorded/NAME.json. The unit tests judge the lesson
+checks and `teaches` bounds against them offline (tests/unit/test_checks_can_fail.py), as
+etcd keeps its robustness histories. It starts a 1-node cluster for the 1-node scenarios
+and a 3-node one for the rest, and stops each.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import yaml
+
+from engine.scenario import list_scenarios, load_scenario
+
+HERE = Path(__file__).parent / "recorded"
+
+# Control runs: a scenario without its faults, the case a bound contrasts with where no
+# other level or scenario shows it failing (nothing to absorb without a lost ack).
+CONTROLS = {"ack-loss-without-faults": "ack-loss"}
+
+
+def control_file(name: str, folder: Path) -> Path:
+    """The control's scenario file: its scenario with no faults, no expectations."""
+    data = yaml.safe_load(list_scenarios()[CONTROLS[name]].read_text())
+    data.update(name=name, faults=[], expect={}, teaches={})
+    path = folder / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def lab(*args: str, timeout: float = 900) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "engine", *args], capture_output=True, text=True, timeout=timeout
+    )
+
+
+def main(names: list[str]) -> int:
+    chosen = {n: p for n, p in list_scenarios().items() if not names or n in names}
+    folder = Path(tempfile.mkdtemp(prefix="lab-controls-"))
+    for name in CONTROLS:
+        if not names or name in names:
+            chosen[name] = control_file(name, folder)
+    by_nodes: dict[int, list[str]] = {}
+    for name, path in chosen.items():
+        by_nodes.setdefault(load_scenario(path).nodes, []).append(name)
+    HERE.mkdir(parents=True, exist_ok=True)
+    failed = 0
+    for nodes, group in sorted(by_nodes.items()):
+        lab("cluster", "down")
+        up = lab("cluster", "up", "--nodes", str(nodes))
+        if up.returncode:
+            print(up.stderr, file=sys.stderr)
+            return 2
+        try:
+            for name in group:
+                done = lab("run", str(chosen[name]), "--json", "--quiet")
+                if done.returncode:
+                    print(f"{name}: {done.stderr.strip()}", file=sys.stderr)
+                    failed += 1
+                    continue
+                results = json.loads(done.stdout)
+                (HERE / f"{name}.json").write_text(json.dumps(results, indent=1, sort_keys=True))
+                print(f"{name}: recorded", file=sys.stderr)
+        finally:
+            lab("cluster", "down")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
