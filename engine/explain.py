@@ -22,6 +22,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from engine.checker import LevelCounts, Verdict
+from engine.levels import LEVELS
 
 # What each level's promise rules out, by count.
 EXCLUDED = {
@@ -166,8 +167,18 @@ def explain(
                 f"{proc} (the replacement) started reading partition {event.get('partition')} at "
                 f"offset {event.get('offset')}, the group's committed offset."
             )
+    transactional = level in LEVELS and LEVELS[level].transactional
     for proc, ids in written_after_wake.items():
-        if ids:
+        if ids and transactional:
+            # Acknowledged after the wake, but written into the transaction it had open when
+            # it froze: the replacement's init_transactions aborted that transaction.
+            out.evidence.append(
+                f"After waking, {proc} got the acknowledgements of ids {id_ranges(ids)}, "
+                "written into the transaction it had open when it froze; the replacement's "
+                "registration had bumped the epoch and aborted that transaction, so a "
+                "read_committed reader never sees those copies."
+            )
+        elif ids:
             out.evidence.append(
                 f"After waking, {proc} wrote ids {id_ranges(ids)} before it stopped: a consumer "
                 "group fences a member's commits, not its producer's writes (only a "
@@ -632,6 +643,8 @@ def headline(
     if counts.aborted_visible:
         return f"{plural(counts.aborted_visible, 'aborted record')} visible to this reader"
     sentence = f"{plural(counts.delivered, 'message')}, each stored once"
+    if counts.never_sent:  # the producer stopped first: not Kafka's to lose
+        sentence += f"; {counts.never_sent} never sent"
     if aborted_under:  # the producer's commit failed: its transaction was aborted under it
         sentence += f"; {ids_phrase(aborted_under)} aborted with their transaction"
     elif counts.fenced:

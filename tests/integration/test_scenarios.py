@@ -84,3 +84,20 @@ def assert_one_strike_for_all(results: dict[str, dict]) -> None:
     assert all(
         "struck them all at once" in e and "The lab placed the partition" in e for e in evidence
     )
+
+
+def test_a_producer_fenced_by_its_transaction_timeout_loses_nothing_it_sent(cluster1):
+    """transaction-timeout with one message per transaction: the stalled producer's commit is
+    fenced (the coordinator's epoch bump) and it stops. The ids it never sent are "never
+    sent", not lost: Kafka was never asked to keep them, and the card says so."""
+    scenario = load_scenario(SCENARIOS["transaction-timeout"])
+    workload = scenario.workload.model_copy(update={"commit_every": 1})
+    variant = scenario.model_copy(update={"workload": workload, "levels": ["exactly-once"]})
+    result = run_scenario(variant, cluster1)["results"]["exactly-once"]
+    assert result["fenced"] >= 1
+    assert (result["lost"], result["never_sent"]) == (0, 15 - result["sent"])
+    assert result["never_sent"] >= 1
+    ids = kcat_ids(cluster1.direct_bootstrap, result["sink_topic"], "read_committed")
+    assert sorted(ids) == list(range(result["delivered"]))
+    assert any(line.startswith("Never sent:") for line in result["explain"]["why"])
+    assert not any("promise excludes" in line for line in result["explain"]["why"])

@@ -339,3 +339,25 @@ def test_a_processor_loss_whose_input_write_failed_says_so_not_committed_but_nev
     assert why.headline == "1 message lost: the source's writes of id 1 failed"
     assert "The source's writes of these inputs failed" in why.why[0]
     assert "committed" not in why.headline
+
+
+def test_a_transactional_zombie_acknowledged_after_waking_wrote_into_its_aborted_transaction():
+    """Frozen after an output and before its commit gap: the acknowledgement of a write made
+    before the freeze arrives after the wake. It is no write the epoch failed to stop."""
+    history = [
+        *SOURCE_SENDS,
+        {"t": 1.0, "proc": "processor", "ev": "output_acked", "id": 0},
+        {"t": 1.1, "proc": "nemesis", "ev": "nemesis", "kind": "pause", "target": "processor"},
+        {"t": 2.0, "proc": "nemesis", "ev": "nemesis", "kind": "resume", "target": "processor"},
+        {"t": 2.1, "proc": "processor", "ev": "output_acked", "id": 1},
+        {"t": 2.2, "proc": "processor", "ev": "fenced", "error": "_FENCED", "reason": "epoch"},
+    ]
+    stored = [StoredRecord(0, 0, 0), StoredRecord(0, 1, 1), StoredRecord(0, 2, 2)]
+    verdicts, counts = check(ledger=range(3), history=history, stored=stored)
+    why = explain("exactly-once", "processor", history, counts, verdicts)
+    assert counts.fenced == 1
+    assert any("got the acknowledgements of ids 1" in e for e in why.evidence)
+    assert not any("wrote ids 1 before it stopped" in e for e in why.evidence)
+    # Without a transaction the same history is a write nothing stopped.
+    why = explain("at-least-once", "processor", history, counts, verdicts)
+    assert any("wrote ids 1 before it stopped" in e for e in why.evidence)
