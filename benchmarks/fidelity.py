@@ -63,6 +63,7 @@ EXPLAINED_BY = {
     "reordered": "Reordered",
     "aborted_visible": "Visible",
     "never_sent": "Never sent",
+    "not_processed": "Not processed yet",
 }
 FENCING_ANSWERS = {"INVALID_PRODUCER_EPOCH", "PRODUCER_FENCED", "FENCED_INSTANCE_ID"}
 PARTITIONS = (1, 3)

@@ -11,7 +11,10 @@ Definitions (shown in the dashboard's help, used by the PySpark job too):
 - lost: ids of the ledger with no copy that a producer sent, except those the workload
   aborted on purpose (their verdict is "aborted, as intended"). An id no producer ever sent
   (the producer stopped first: fenced, crashed without a replacement, or the run stopped)
-  is "never sent": Kafka was never asked to keep it.
+  is "never sent": Kafka was never asked to keep it. In a processor pipeline, an id whose
+  input sits at or past the processor group's committed offset at the end (the runner's
+  `group_committed` events) is "not processed yet": the work was not done, and a restarted
+  processor would do it; Kafka holds the input.
 - reordered: within a partition, in offset order, an id with a copy stored after a copy of a
   larger id (the workload creates ids in increasing order). Every copy counts, retries too:
   a reader that applies each record in turn (last write wins, a compacted topic, a state
@@ -49,7 +52,7 @@ class StoredRecord:
 class Verdict:
     id: int
     # delivered once | duplicated | lost | reordered | visible although aborted |
-    # aborted, as intended | never sent
+    # aborted, as intended | never sent | not processed yet
     verdict: str
     copies: int
     offsets: list[str] = field(default_factory=list)  # "partition:offset"
@@ -77,6 +80,8 @@ class LevelCounts:
     unseen_by_sink: int = 0
     # Ids no producer sent (not lost: Kafka was never asked to keep them).
     never_sent: int = 0
+    # Inputs the processor had not processed when the run ended (Kafka holds them).
+    not_processed: int = 0
 
 
 def percentile(values: Sequence[float], q: float) -> float | None:
@@ -142,7 +147,18 @@ def check(
     fenced = 0
     aborted_txn_ids: set[int] = set()
     committed_txn_ids: set[int] = set()
+    group_committed: dict[int, int] = {}  # input partition -> the group's offset at the end
+    input_at: dict[int, tuple[int, int]] = {}  # id -> where the source's write landed
     for event in history:
+        if event.get("ev") == "group_committed" and event.get("partition") is not None:
+            group_committed[int(event["partition"])] = int(event["offset"])
+        elif (
+            event.get("proc") == "source"
+            and event.get("ev") == "ack"
+            and event.get("id") is not None
+            and event.get("offset") is not None
+        ):
+            input_at.setdefault(event["id"], (int(event["partition"]), int(event["offset"])))
         if event.get("proc", "").split("#")[0] in producers and event.get("ev") in (
             "txn_abort",
             "txn_commit",
@@ -203,6 +219,8 @@ def check(
             verdict = "aborted, as intended"
         elif not recs and ack == "unsent":
             verdict = "never sent"
+        elif not recs and _pending(input_at.get(message_id), group_committed):
+            verdict = "not processed yet"
         elif not recs:
             verdict = "lost"
         elif len(recs) > 1:
@@ -239,8 +257,16 @@ def check(
         latency_ms=latency_summary(latencies),
         unseen_by_sink=sum(1 for v in verdicts if v.copies and v.consumed_at is None),
         never_sent=sum(1 for v in verdicts if v.verdict == "never sent"),
+        not_processed=sum(1 for v in verdicts if v.verdict == "not processed yet"),
     )
     return verdicts, counts
+
+
+def _pending(position: tuple[int, int] | None, group_committed: dict[int, int]) -> bool:
+    """An input at or past its partition's committed offset: its work is not done yet."""
+    if position is None or position[0] not in group_committed:
+        return False
+    return position[1] >= group_committed[position[0]]
 
 
 def verdicts_to_rows(verdicts: Sequence[Verdict]) -> list[dict[str, Any]]:

@@ -234,6 +234,15 @@ def explain(
             + ". Kafka was never asked to keep them, so they are not counted as lost; an "
             "application would start a new producer and send them (the application's part)."
         )
+    not_processed = [v.id for v in verdicts if v.verdict == "not processed yet"]
+    if not_processed:
+        out.why.append(
+            f"Not processed yet: {ids_phrase(not_processed)}. Their inputs are in the input "
+            "topic at or past the offsets the processor's group had committed when the run "
+            "ended: the processor had not done that work (it was stopped, stuck or still "
+            "behind). Kafka holds the inputs and a restarted processor would process them, "
+            "so they are not counted as lost."
+        )
     lost = [v.id for v in verdicts if v.verdict == "lost"]
     replication = ""
     if lost:
@@ -645,6 +654,8 @@ def headline(
     sentence = f"{plural(counts.delivered, 'message')}, each stored once"
     if counts.never_sent:  # the producer stopped first: not Kafka's to lose
         sentence += f"; {counts.never_sent} never sent"
+    if counts.not_processed:  # the processor stopped first: Kafka holds the inputs
+        sentence += f"; {counts.not_processed} not processed yet"
     if aborted_under:  # the producer's commit failed: its transaction was aborted under it
         sentence += f"; {ids_phrase(aborted_under)} aborted with their transaction"
     elif counts.fenced:

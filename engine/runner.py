@@ -29,7 +29,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Literal
 
-from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka import Consumer, KafkaException, TopicPartition
 
 from engine import paths, record
 from engine.checker import LevelCounts, Verdict, check, verdicts_to_rows
@@ -452,6 +452,10 @@ class LevelRun:
         if self.scenario.pipeline == "producer":
             return not any(p.alive() for p in self.processes if p.base == "producer")
         processors = [p for p in self.processes if p.base == "processor" and p.alive()]
+        if not processors:
+            # Every processor has exited (crashed without a replacement, or fenced): nothing
+            # more will be processed, and what it left undone is "not processed yet".
+            return True
         if any(p.paused for p in processors):
             return False
         if not all(last_event(p.history) in ("idle", "done") for p in processors):
@@ -459,6 +463,11 @@ class LevelRun:
         return self._input_fully_committed()
 
     def _input_fully_committed(self) -> bool:
+        return self._group_offsets(with_ends=True) is None
+
+    def _group_offsets(self, with_ends: bool = False) -> dict[int, int] | None:
+        """The processor group's committed offset of each input partition (0 where it never
+        committed). With `with_ends`: None once every partition is committed to its end."""
         group = f"{self.run_id}-{self.level.name}-processor"
         consumer = Consumer(
             {
@@ -474,13 +483,31 @@ class LevelRun:
                 for p in range(self.scenario.workload.partitions)
             ]
             committed = consumer.committed(partitions, timeout=5)
+            offsets = {tp.partition: max(0, tp.offset) for tp in committed}
+            if not with_ends:
+                return offsets
             for tp in committed:
                 _, high = consumer.get_watermark_offsets(tp, timeout=5)
                 if tp.offset < high:
-                    return False
-            return True
+                    return offsets
+            return None
         finally:
             consumer.close()
+
+    def _group_committed_events(self) -> list[dict[str, Any]]:
+        """Where the processor's group stood at the end, as history events: an input at or
+        past it was not processed yet (engine.checker), which is not a loss."""
+        if self.scenario.pipeline != "processor":
+            return []
+        try:
+            offsets = self._group_offsets() or {}
+        except KafkaException:
+            return []  # not known: the checker then judges without it, as before
+        now = time.time()
+        return [
+            {"t": now, "proc": "runner", "ev": "group_committed", "partition": p, "offset": o}
+            for p, o in sorted(offsets.items())
+        ]
 
     def finish(self, progress: Callable[[str], None]) -> dict[str, Any]:
         """Read the judged topic back, stop everyone, judge every message, write the files."""
@@ -518,6 +545,7 @@ class LevelRun:
         self.nemesis_history.close()
 
         history = merge([p.history for p in self.processes] + [self.folder / "nemesis.jsonl"])
+        history += self._group_committed_events()
         verdicts, counts = check(
             ledger=self.ledger,
             history=history,
@@ -678,6 +706,7 @@ class LevelRun:
             "latency_ms": counts.latency_ms,
             "unseen_by_sink": counts.unseen_by_sink,
             "never_sent": counts.never_sent,
+            "not_processed": counts.not_processed,
             "faults": faults,
             "started_at": self.started_at,
             "duration_s": round(time.time() - self.started_at, 2),

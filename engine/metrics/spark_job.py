@@ -8,7 +8,9 @@ definitions of engine/checker.py, so its counts equal the checker's:
 
 - copies: records of an id at the level's isolation; delivered: ids with a copy;
   duplicates: copies beyond the first, summed; lost: no copy, unless the workload aborted
-  the id on purpose ("aborted, as intended") or no producer ever sent it ("never sent");
+  the id on purpose ("aborted, as intended"), no producer ever sent it ("never sent"), or
+  its input is at or past the processor group's committed offset at the end ("not
+  processed yet": the work was not done, and a restarted processor would do it);
 - reordered: within a partition, in offset order, an id with a copy (any copy, retries too)
   stored after a copy of a larger id;
 - aborted_visible: copies at the level's isolation that read_committed does not show;
@@ -97,6 +99,10 @@ HISTORY_SCHEMA = T.StructType(
         T.StructField("ev", T.StringType()),
         T.StructField("id", T.LongType()),
         T.StructField("ids", T.ArrayType(T.LongType())),
+        # A source's ack: where the input landed; the runner's group_committed: where the
+        # processor's group stood at the end (an input at or past it is not processed yet).
+        T.StructField("partition", T.IntegerType()),
+        T.StructField("offset", T.LongType()),
     ]
 )
 PRODUCER_PROCS = ("producer", "source")  # as engine.runner passes them to the checker
@@ -155,7 +161,7 @@ class Judged:
             "level",
             "id",
             # An id that neither Kafka nor the history names: no copy, never sent.
-            F.coalesce("verdict", F.lit("lost")).alias("verdict"),
+            F.coalesce("verdict", F.lit("never sent")).alias("verdict"),
             F.coalesce("copies", F.lit(0)).alias("copies"),
             F.coalesce(offsets, F.array().cast("array<string>")).alias("offsets"),
             "sent_at",
@@ -242,7 +248,7 @@ def read_history(spark: SparkSession, history_paths: Mapping[str, Path]) -> Data
     return (
         spark.read.schema(HISTORY_SCHEMA)
         .json([str(p) for p in history_paths.values()])
-        .select(level.alias("level"), "t", "proc", "ev", "id", "ids")
+        .select(level.alias("level"), "t", "proc", "ev", "id", "ids", "partition", "offset")
     )
 
 
@@ -434,6 +440,7 @@ def _facts_sql(
         return f"min(CASE WHEN {event} AND {condition} THEN t END)"
 
     no_copy = "NOT (copies > 0)"
+    source_ack = "proc = 'source' AND ev = 'ack' AND `offset` IS NOT NULL"
     return f"""
 WITH record_facts AS (
     SELECT level, id, {record} AS kind, `partition`,
@@ -443,7 +450,8 @@ WITH record_facts AS (
            sum(CAST(aborted AS BIGINT)) AS aborted,
            sum(CAST(hidden AS BIGINT)) AS hidden,
            coalesce(max(CASE WHEN stored THEN highest END) > id, FALSE) AS reordered,
-           CAST(NULL AS DOUBLE) AS t, FALSE AS by_producer, FALSE AS by_sink, 0 AS ev
+           CAST(NULL AS DOUBLE) AS t, FALSE AS by_producer, FALSE AS by_sink, 0 AS ev,
+           CAST(NULL AS INT) AS in_partition, CAST(NULL AS BIGINT) AS in_offset
     FROM {{records}} GROUP BY level, `partition`, id
 ), history_facts AS (
     -- Every event is a row; a producer's txn_abort / txn_commit adds one row per id it
@@ -454,18 +462,23 @@ WITH record_facts AS (
            CAST(NULL AS DOUBLE) AS first_created_at, CAST(0 AS BIGINT) AS aborted,
            CAST(0 AS BIGINT) AS hidden, FALSE AS reordered, t,
            coalesce({producer}, FALSE) AS by_producer,
-           coalesce(proc = {_sql_str(sink_proc)}, FALSE) AS by_sink, {ev_code} AS ev
+           coalesce(proc = {_sql_str(sink_proc)}, FALSE) AS by_sink, {ev_code} AS ev,
+           CASE WHEN {source_ack} THEN `partition` END AS in_partition,
+           CASE WHEN {source_ack} THEN `offset` END AS in_offset
     FROM {{history}} WHERE {code} IS NOT NULL
     UNION ALL
-    SELECT {code}, txn_id, {txn}, NULL, 0, NULL, NULL, 0, 0, FALSE, t, TRUE, FALSE, {ev_code}
+    SELECT {code}, txn_id, {txn}, NULL, 0, NULL, NULL, 0, 0, FALSE, t, TRUE, FALSE, {ev_code},
+           NULL, NULL
     FROM {{history}} LATERAL VIEW explode(ids) named AS txn_id
     WHERE {code} IS NOT NULL AND {producer} AND ev IN ('txn_abort', 'txn_commit')
 ), rows AS (
     SELECT level, id, kind, `partition`, copies, first_offset, first_created_at, aborted,
-           hidden, reordered, t, by_producer, by_sink, ev FROM record_facts
+           hidden, reordered, t, by_producer, by_sink, ev, in_partition, in_offset
+    FROM record_facts
     UNION ALL
     SELECT level, id, kind, `partition`, copies, first_offset, first_created_at, aborted,
-           hidden, reordered, t, by_producer, by_sink, ev FROM history_facts
+           hidden, reordered, t, by_producer, by_sink, ev, in_partition, in_offset
+    FROM history_facts
 ), facts AS (
     SELECT level AS level_code, id,
            sum(copies) AS copies,
@@ -483,8 +496,21 @@ WITH record_facts AS (
            coalesce(max(kind = {txn} AND {ev("txn_abort")}), FALSE)
                AND NOT coalesce(max(kind = {txn} AND {ev("txn_commit")}), FALSE)
                AS aborted_by_design,
-           sum(CAST(kind = {event_row} AND {ev("fenced")} AS BIGINT)) AS fenced
+           sum(CAST(kind = {event_row} AND {ev("fenced")} AS BIGINT)) AS fenced,
+           -- The first source ack's position (min_by skips rows whose ordering is NULL).
+           min_by(in_partition, CASE WHEN in_offset IS NOT NULL THEN t END) AS in_partition,
+           min_by(in_offset, CASE WHEN in_offset IS NOT NULL THEN t END) AS in_offset
     FROM rows GROUP BY level, id
+), group_committed AS (
+    -- The last reading of each partition's committed offset, as the checker keeps it.
+    SELECT {code} AS level, `partition`, max_by(`offset`, t) AS committed
+    FROM {{history}}
+    WHERE ev = 'group_committed' AND {code} IS NOT NULL AND `partition` IS NOT NULL
+    GROUP BY 1, 2
+), judged AS (
+    SELECT f.*, coalesce(f.in_offset >= g.committed, FALSE) AS pending
+    FROM facts f LEFT JOIN group_committed g
+      ON g.level = f.level_code AND g.`partition` = f.in_partition
 )
 SELECT {name} AS level, *,
        id BETWEEN 0 AND {messages - 1} AS in_ledger,
@@ -492,6 +518,7 @@ SELECT {name} AS level, *,
             WHEN {no_copy} AND aborted_by_design THEN 'aborted, as intended'
             WHEN {no_copy} AND sent_at IS NULL AND NOT failed AND acked_at IS NULL
                  THEN 'never sent'
+            WHEN {no_copy} AND pending THEN 'not processed yet'
             WHEN {no_copy} THEN 'lost'
             WHEN copies > 1 THEN 'duplicated'
             WHEN reordered THEN 'reordered'
@@ -504,7 +531,7 @@ SELECT {name} AS level, *,
        CASE WHEN consumed_at IS NOT NULL AND consumed_at != 0
                  AND created_at IS NOT NULL AND created_at != 0 AND copies > 0
             THEN (consumed_at - created_at) * 1000.0D END AS latency_ms
-FROM facts
+FROM judged
 """
 
 
@@ -521,6 +548,7 @@ _COUNTS = (
     "aborted_visible",
     "aborted_as_intended",
     "never_sent",
+    "not_processed",
     "hidden",
     "fenced",
     "latency_count",
@@ -564,6 +592,7 @@ def _summary_sql(ranks: str) -> str:
         "aborted_visible": f"sum(CASE WHEN {ledger} THEN aborted_copies END)",
         "aborted_as_intended": count_if("verdict = 'aborted, as intended'"),
         "never_sent": count_if("verdict = 'never sent'"),
+        "not_processed": count_if("verdict = 'not processed yet'"),
         "hidden": f"sum(CASE WHEN {ledger} THEN hidden_copies END)",
         "fenced": "sum(fenced)",
         "latency_count": count_if(f"{lat} IS NOT NULL"),
@@ -813,6 +842,7 @@ def _summarise(
             "lost": c.get("lost") or 0,
             # A ledger id that neither a record nor an event names was never sent.
             "never_sent": (c.get("never_sent") or 0) + messages - (c.get("present") or 0),
+            "not_processed": c.get("not_processed") or 0,
             "reordered": c.get("reordered") or 0,
             "aborted_visible": c.get("aborted_visible") or 0,
             "aborted_as_intended": c.get("aborted_as_intended") or 0,
@@ -950,7 +980,7 @@ def warm_up_judgement(
     rows = [(s.topic, 0, i, value.format(i, 1.0 + i).encode()) for s in levels for i in ids]
     records = spark.createDataFrame(rows, KAFKA_SCHEMA)
     events = [
-        (s.level, 1.0 + i + dt, proc, ev, i, None)
+        (s.level, 1.0 + i + dt, proc, ev, i, None, None, None)
         for s in levels
         for i in ids
         for dt, proc, ev in (

@@ -101,3 +101,19 @@ def test_a_producer_fenced_by_its_transaction_timeout_loses_nothing_it_sent(clus
     assert sorted(ids) == list(range(result["delivered"]))
     assert any(line.startswith("Never sent:") for line in result["explain"]["why"])
     assert not any("promise excludes" in line for line in result["explain"]["why"])
+
+
+def test_a_processor_that_dies_without_a_replacement_leaves_work_not_processed_yet(cluster1):
+    """consumer-crash without its replacement: the inputs past the group's committed offset
+    are "not processed yet" (Kafka holds them), not lost; the outputs equal kcat's."""
+    scenario = load_scenario(SCENARIOS["consumer-crash"])
+    faults = [f.model_copy(update={"replace": False}) for f in scenario.faults]
+    variant = scenario.model_copy(update={"faults": faults, "levels": ["at-least-once"]})
+    result = run_scenario(variant, cluster1)["results"]["at-least-once"]
+    assert result["lost"] == 0
+    # The crash is at the second batch's commit gap: its outputs (ids 5-9) are written, its
+    # offsets are not committed, and ids 10-29 were never processed.
+    assert result["not_processed"] == 20 and result["delivered"] == 10
+    ids = kcat_ids(cluster1.direct_bootstrap, result["sink_topic"], "read_uncommitted")
+    assert sorted(set(ids)) == list(range(10))
+    assert any(line.startswith("Not processed yet:") for line in result["explain"]["why"])

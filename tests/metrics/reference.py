@@ -35,6 +35,7 @@ COUNT_FIELDS = (
     "aborted_visible",
     "aborted_as_intended",
     "never_sent",
+    "not_processed",
     "aborted_at_read_uncommitted",
     "fenced",
 )
@@ -124,6 +125,7 @@ def judge_level(
         "aborted_visible": counts.aborted_visible,
         "aborted_as_intended": sum(1 for v in verdicts if v.verdict == "aborted, as intended"),
         "never_sent": counts.never_sent,
+        "not_processed": counts.not_processed,
         "aborted_at_read_uncommitted": hidden,
         "fenced": counts.fenced,
         "unseen_by_sink": counts.unseen_by_sink,

@@ -437,3 +437,35 @@ def test_the_dashboards_warm_up_judges_a_made_up_run_before_the_session_is_hande
     # It leaves nothing behind: no temporary view and nothing cached.
     assert {t.name for t in spark.catalog.listTables() if t.isTemporary} == views_before
     assert len(spark.sparkContext._jsc.getPersistentRDDs()) == cached_before
+
+
+def test_inputs_past_the_groups_committed_offset_are_not_processed_yet(spark) -> None:
+    """A processor stopped (stuck, or the run ended) before it committed past some inputs:
+    they are "not processed yet", not lost, in Spark as in the checker. The source's acks
+    say where each input landed; the runner's group_committed, where the group stood."""
+    spec = LevelSpec("exactly-once", "lab.synthetic.eo.out", "read_committed")
+    run = Synthetic(messages=6, levels=[spec])
+    for message_id in range(6):
+        created = T0 + message_id / 8
+        run.history += [
+            {"t": created, "proc": "source", "ev": "send", "id": message_id},
+            {"t": created + 1 / 8, "proc": "source", "ev": "ack", "id": message_id}
+            | {"partition": message_id % 2, "offset": message_id // 2},
+        ]
+    # Partition 0 holds ids 0, 2, 4 at offsets 0-2; partition 1 ids 1, 3, 5. The group
+    # committed partition 0 up to offset 2 (ids 0 and 2 done) and partition 1 up to 1.
+    run.history += [
+        {"t": T0 + 5, "proc": "runner", "ev": "group_committed", "partition": 0, "offset": 1},
+        {"t": T0 + 6, "proc": "runner", "ev": "group_committed", "partition": 0, "offset": 2},
+        {"t": T0 + 6, "proc": "runner", "ev": "group_committed", "partition": 1, "offset": 1},
+    ]
+    for offset, message_id in enumerate((0, 1)):  # outputs of ids 0 and 1 only
+        run.add_record(spec.topic, 0, offset, value(message_id, T0, spec.level), aborted=False)
+    run.history = [{**e, "level": spec.level} for e in run.history]
+    spark_results, spark_verdicts = run_spark(spark, run)
+    ref_results, ref_verdicts = run_reference(run)
+    assert spark_results == ref_results and spark_verdicts == ref_verdicts
+    result = spark_results[spec.level]
+    # Id 2 (partition 0, offset 1, below the committed 2) had its offset committed without an
+    # output: lost. Ids 3, 4 and 5 sit at or past their partition's committed offset.
+    assert (result["lost"], result["not_processed"], result["never_sent"]) == (1, 3, 0)

@@ -33,8 +33,8 @@ def test_the_parquet_table_pages_through_the_same_rows(spark, monkeypatch) -> No
             value = json.dumps({"id": i, "created_at": 100.0 + i}).encode()
             copies = 2 if i % 11 == 5 and spec.level == "at-least-once" else 1
             records += [(spec.topic, i % 2, 2 * i + k, value) for k in range(copies)]
-            events.append((spec.level, 100.0 + i, "producer", "send", i, None))
-            events.append((spec.level, 100.5 + i, "sink", "consumed", i, None))
+            events.append((spec.level, 100.0 + i, "producer", "send", i, None, None, None))
+            events.append((spec.level, 100.5 + i, "sink", "consumed", i, None, None, None))
     frame = spark.createDataFrame(records, KAFKA_SCHEMA)
     history_schema = "level string, " + ", ".join(
         f"{f.name} {f.dataType.simpleString()}" for f in HISTORY_SCHEMA.fields

@@ -99,3 +99,23 @@ def test_percentile_is_nearest_rank():
     assert percentile(values, 50) == 50
     assert percentile(values, 95) == 95
     assert percentile(values, 100) == 100
+
+
+def test_inputs_past_the_groups_committed_offset_are_not_processed_yet():
+    """A stuck or stopped processor's unfinished work is not a loss: Kafka holds the input."""
+    history = [
+        {"t": 0.1, "proc": "source", "ev": e, "id": i, "partition": 0, "offset": i}
+        for i in range(4)
+        for e in ("send", "ack")
+    ]
+    history.append({"t": 9, "proc": "runner", "ev": "group_committed", "partition": 0, "offset": 2})
+    # Outputs of ids 0 only: id 1's offset is committed without its output (lost); ids 2-3
+    # are at or past the committed offset 2 (not processed yet).
+    verdicts, counts = check(ledger=range(4), history=history, stored=[rec(0, 0, 0)])
+    assert [v.verdict for v in verdicts] == [
+        "delivered once",
+        "lost",
+        "not processed yet",
+        "not processed yet",
+    ]
+    assert (counts.lost, counts.not_processed) == (1, 2)
