@@ -185,11 +185,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from engine.cluster import current_cluster, make_cluster
+    from engine.recovery import recover
     from engine.runner import run_scenario
     from engine.scenario import load_scenario
 
     scenario = load_scenario(args.scenario)
     source_text = Path(args.scenario).read_text()
+    recover()  # what a crashed dashboard or run left: its clients ended, its runs interrupted
     owned = None
     try:
         cluster = current_cluster()
@@ -252,6 +254,7 @@ def _print_results(output: dict) -> None:
 def cmd_runs(args: argparse.Namespace) -> int:
     from engine import record
 
+    record.interrupt_orphaned_runs()
     runs = record.list_runs()
     if args.json:
         _print_json(runs)

@@ -4,15 +4,16 @@ A run's clients are OS processes. If the dashboard (their owner) dies by SIGKILL
 clean-up code, and without more its clients are handed to init and go on for ever: retrying
 a dead broker, or stopped (SIGSTOP) by a pause fault and never resumed. Three things end them:
 
-1. The kernel. Each child asks, first thing, for prctl(PR_SET_PDEATHSIG, SIGKILL): SIGKILL
-   when its parent dies. SIGKILL ends even a stopped process, which can run no code of its
-   own. The "parent" the kernel means is the *thread* that forked the child, not the
-   process: a child forked by a run's worker thread (or a Streamlit script thread) would be
-   killed when that thread ends. So every child is forked by one spawner thread here, which
-   lives as long as the owner process.
-2. The child itself. The kernel's signal is Linux only, and a child forked before it set the
-   signal may find its parent already gone: it checks its parent's pid once at start and
-   then once a second, and exits when the parent it was started by is gone.
+1. The kernel. Between fork and exec (preexec_fn) each child asks for
+   prctl(PR_SET_PDEATHSIG, SIGKILL): SIGKILL when its parent dies. SIGKILL ends even a
+   stopped process, which can run no code of its own; set before exec, it holds from the
+   child's first instruction, so a client stopped just after its start is covered too. The
+   "parent" the kernel means is the *thread* that forked the child, not the process: a
+   child forked by a run's worker thread (or a Streamlit script thread) would be killed when
+   that thread ends. So every child is forked by one spawner thread here, which lives as
+   long as the owner process.
+2. The child itself. The kernel's signal is Linux only: the child checks its owner once at
+   start and then once a second, and exits when the owner it was started by is gone.
 3. The next owner. Each child is listed in the state folder (roles/PID.json, with the start
    times of it and of its owner, so a reused pid is never mistaken for it); a starting
    dashboard or run ends every listed process whose owner is gone (`sweep`).
@@ -131,7 +132,7 @@ def owner_token(pid: int | None = None) -> str:
     return f"{pid}:{process_start_ticks(pid) or 0}"
 
 
-def _same_process(token: str) -> bool:
+def process_alive(token: str) -> bool:
     """Whether the process a "PID:START_TICKS" token names is still alive (not a reused pid)."""
     pid_text, _, ticks_text = token.partition(":")
     try:
@@ -156,7 +157,9 @@ def spawn(
     command = [sys.executable, "-m", "engine.leash", module, *args]
     child_env = {**(env if env is not None else os.environ), OWNER_ENV: token}
     child: subprocess.Popen = _SPAWNER.call(
-        lambda: subprocess.Popen(command, env=child_env, **popen)
+        lambda: subprocess.Popen(
+            command, env=child_env, preexec_fn=_leash_in_child(os.getpid()), **popen
+        )
     )
     _register(child.pid, token, name or module)
     return child
@@ -203,7 +206,7 @@ def sweep() -> list[int]:
             with contextlib.suppress(OSError):
                 path.unlink()
             continue
-        if _same_process(owner):
+        if process_alive(owner):
             continue  # its owner is alive and in charge of it
         if pid_alive(pid) and (not ticks or process_start_ticks(pid) == ticks):
             with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -214,19 +217,43 @@ def sweep() -> list[int]:
     return killed
 
 
-def _set_parent_death_signal() -> None:
-    """Ask the kernel for SIGKILL when the thread that forked us exits (Linux only)."""
+def _load_prctl() -> Callable[..., int] | None:
+    """libc's prctl, looked up once here: the child between fork and exec must not load it."""
     if not sys.platform.startswith("linux"):
-        return
-    with contextlib.suppress(OSError, AttributeError):
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        return None
+    try:
+        return ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+
+
+_PRCTL = _load_prctl()
+
+
+def _leash_in_child(owner_pid: int) -> Callable[[], None] | None:
+    """What the child runs between fork and exec: SIGKILL when its parent thread exits.
+
+    Set before exec, so there is no moment when the child runs without it: a client stopped
+    by a pause fault just after its start (before any code of its own ran) is ended too.
+    Only a pre-loaded C call and two system calls, as a forked copy of a threaded process
+    must do no more. If the owner died already (between fork and prctl), exit at once.
+    """
+    prctl = _PRCTL
+    if prctl is None:
+        return None
+
+    def leash_child() -> None:
+        prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+        if os.getppid() != owner_pid:
+            os._exit(70)
+
+    return leash_child
 
 
 def _watch_owner(owner: str, parent: int) -> None:
     """Exit at once when the owner is gone (where the kernel's signal is missing or late)."""
     while True:
-        if os.getppid() != parent or not _same_process(owner):
+        if os.getppid() != parent or not process_alive(owner):
             os._exit(70)  # no clean-up: the run it belonged to is over
         time.sleep(CHECK_INTERVAL_S)
 
@@ -236,10 +263,9 @@ def hold(owner: str | None = None) -> None:
     owner = owner if owner is not None else os.environ.get(OWNER_ENV, "")
     if not owner:
         return
-    _set_parent_death_signal()
     parent = int(owner.partition(":")[0] or 0)
-    if os.getppid() != parent or not _same_process(owner):
-        os._exit(70)  # the owner died between our fork and the prctl
+    if os.getppid() != parent or not process_alive(owner):
+        os._exit(70)  # the owner died before this process got here
     threading.Thread(target=_watch_owner, args=(owner, parent), daemon=True).start()
 
 
