@@ -53,9 +53,11 @@ def cmd_preflight(args: argparse.Namespace) -> int:
 def cmd_dashboard(args: argparse.Namespace) -> int:
     """Preflight, then Streamlit in this process; a room's presenter link is printed once."""
     from engine.dashboard import streamlit_command
+    from engine.recovery import recover
     from engine.room import KEY_ENV, configured_key, make_key, presenter_links, serves_a_room
 
     cmd_preflight(args)
+    recover()  # a dashboard killed before this one: its clients ended, its runs interrupted
     env = dict(os.environ)
     if serves_a_room(args.address):
         key = configured_key(args.address, env) or make_key()
