@@ -128,3 +128,15 @@ def test_a_viewer_gets_the_presenters_log_dump_and_no_dump_button(room):
     assert not viewer.exception
     assert "The presenter's latest dump" in texts(viewer)
     assert "`payments` partition 0 on node 1" in texts(viewer)
+
+
+def test_several_browsers_may_hold_the_presenter_link_at_once():
+    """The README's promise: every session that opened the link presents, none displaces
+    another (a session that never did is a viewer)."""
+    from pages._roles import RoleTable
+
+    table = RoleTable()
+    table.make_presenter("laptop")
+    table.make_presenter("tablet")
+    assert table.is_presenter("laptop") and table.is_presenter("tablet")
+    assert not table.is_presenter("a-viewer")
