@@ -6,7 +6,7 @@ import time
 
 import streamlit as st
 
-from engine import record
+from engine import history, record
 from engine.errors import LabError
 from pages._run_view import render_run
 from pages._shared import require_app, show_error
@@ -27,6 +27,10 @@ if not runs:
 def label(meta: dict) -> str:
     when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(meta.get("started_at") or 0))
     return f"{meta.get('scenario', '?')} · {when} · {meta.get('status', '?')}"
+
+
+LAST_EVENTS = 200  # of each level, in an interrupted run
+MAX_EVENTS_READ = 200_000  # a level with more is not read into the page
 
 
 def default_index(runs: list[dict]) -> int | None:
@@ -56,6 +60,27 @@ def render_interrupted(meta: dict) -> None:
             for name, count in files.items()
         ]
     )
+    folder = record.run_folder(meta["run_id"])
+    for level, files in recorded.items():
+        total = sum(files.values())
+        with st.expander(f"{level}: the last events before it stopped"):
+            if total > MAX_EVENTS_READ:
+                st.caption(f"{total:,} events: too many to read here; they are in {folder}.")
+                continue
+            events = history.merge(sorted((folder / "levels" / level).glob("*.jsonl")))
+            began = float(meta.get("started_at") or 0)
+            st.dataframe(
+                [
+                    {
+                        "s": round(float(e.get("t", 0)) - began, 3),
+                        "process": e.get("proc"),
+                        "event": e.get("ev"),
+                        "id": e.get("id"),
+                    }
+                    for e in events[-LAST_EVENTS:]
+                ],
+                hide_index=True,
+            )
 
 
 chosen = st.selectbox(

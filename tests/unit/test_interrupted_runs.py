@@ -37,7 +37,12 @@ def write_run(root: Path, run_id: str, *, status: str, owner: str | None, starte
     (folder / "run.json").write_text(json.dumps(meta))
     (folder / "scenario.yaml").write_text("name: consumer-crash\n")
     history = folder / "levels" / "exactly-once" / "processor.jsonl"
-    history.write_text('{"type": "consumed"}\n{"type": "commit_gap"}\n')
+    history.write_text(
+        json.dumps({"t": started + 1.5, "proc": "processor", "ev": "consumed", "id": 7})
+        + "\n"
+        + json.dumps({"t": started + 1.6, "proc": "processor", "ev": "commit_gap"})
+        + "\n"
+    )
     return folder
 
 
@@ -79,4 +84,7 @@ def test_replay_never_opens_on_an_interrupted_run(tmp_path, monkeypatch):
     chosen.set_value(record.list_runs()[0]).run()
     assert not at.exception
     assert any("This run was interrupted" in w.value for w in at.warning)
-    assert at.table, "the events written before the crash"
+    assert at.table, "the count of events written before the crash"
+    last = at.dataframe[0].value
+    assert list(last["event"]) == ["consumed", "commit_gap"]
+    assert list(last["s"]) == [1.5, 1.6]
