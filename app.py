@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from engine.recovery import recover
 from engine.room import VIEWER, PresenterKeyError
 from pages._presenter import presenter_controls
 from pages._roles import session_role, viewer_line
@@ -13,6 +14,8 @@ from pages.cluster_panel import render_cluster_panel
 
 st.set_page_config(page_title="Kafka failure lab", page_icon="🧪", layout="wide")
 mark_app_ran()
+# Once per server process: end what a crashed dashboard left running, mark its runs interrupted.
+st.cache_resource(show_spinner=False)(recover)()
 # A card's label wraps rather than ending in "…": at 150% zoom four levels side by side leave
 # each card little room, and "Delive…" teaches nothing.
 st.markdown(

@@ -53,9 +53,11 @@ def cmd_preflight(args: argparse.Namespace) -> int:
 def cmd_dashboard(args: argparse.Namespace) -> int:
     """Preflight, then Streamlit in this process; a room's presenter link is printed once."""
     from engine.dashboard import streamlit_command
+    from engine.recovery import recover
     from engine.room import KEY_ENV, configured_key, make_key, presenter_links, serves_a_room
 
     cmd_preflight(args)
+    recover()  # a dashboard killed before this one: its clients ended, its runs interrupted
     env = dict(os.environ)
     if serves_a_room(args.address):
         key = configured_key(args.address, env) or make_key()
@@ -185,11 +187,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from engine.cluster import current_cluster, make_cluster
+    from engine.recovery import recover
     from engine.runner import run_scenario
     from engine.scenario import load_scenario
 
     scenario = load_scenario(args.scenario)
     source_text = Path(args.scenario).read_text()
+    recover()  # what a crashed dashboard or run left: its clients ended, its runs interrupted
     owned = None
     try:
         cluster = current_cluster()
@@ -252,6 +256,7 @@ def _print_results(output: dict) -> None:
 def cmd_runs(args: argparse.Namespace) -> int:
     from engine import record
 
+    record.interrupt_orphaned_runs()
     runs = record.list_runs()
     if args.json:
         _print_json(runs)

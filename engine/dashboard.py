@@ -23,6 +23,9 @@ def streamlit_command(address: str, port: int, *, headless: bool = True) -> list
         *("--server.headless", "true" if headless else "false"),
         *("--server.address", address, "--server.port", str(port)),
         *("--browser.gatherUsageStats", "false"),
+        # Streamlit's first run otherwise asks for an email in the terminal, and with no
+        # terminal (stdin not a tty) it exits 255 instead of serving.
+        *("--server.showEmailPrompt", "false"),
         # Streamlit runs a full garbage collection after every script run, fragments included;
         # with a room's viewers polling twice a second that took most of the CPU (py-spy: 58%
         # of the server's samples) and held the GIL the presenter's run needs.

@@ -2,6 +2,8 @@
 
 Each client is an OS process so that the nemesis can SIGKILL it (a crash), SIGSTOP it (a
 zombie that stalls) and SIGCONT it (the zombie wakes up), exactly as it would a real service.
+Each is started on a leash (engine/leash.py): it dies with the process that started it, even
+one killed by SIGKILL, and even while it is stopped.
 """
 
 from __future__ import annotations
@@ -11,13 +13,12 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from engine import paths
+from engine import leash, paths
 
 
 @dataclass
@@ -40,12 +41,14 @@ class RoleProcess:
         spec_path.write_text(json.dumps(self.spec, indent=1, default=str))
         log = (folder / f"{self.name.replace('#', '-')}.log").open("ab")
         env = {**os.environ, "PYTHONPATH": str(paths.REPO_ROOT)}
-        self.popen = subprocess.Popen(
-            [sys.executable, "-m", f"engine.roles.{self.role}", str(spec_path)],
+        self.popen = leash.spawn(
+            f"engine.roles.{self.role}",
+            [str(spec_path)],
+            name=f"{self.name} of {folder}",
+            env=env,
             stdout=log,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
-            env=env,
             start_new_session=True,  # a Ctrl+C in the terminal is the runner's to handle
         )
         log.close()
@@ -57,13 +60,19 @@ class RoleProcess:
         return self.popen.pid if self.popen else None
 
     def alive(self) -> bool:
-        return self.popen is not None and self.popen.poll() is None
+        if self.popen is None:
+            return False
+        if self.popen.poll() is None:
+            return True
+        leash.forget(self.popen.pid)  # exited and reaped: no later dashboard need end it
+        return False
 
     def kill(self) -> None:
         """SIGKILL: no clean-up, no flush, no commit."""
         if self.alive():
             os.kill(self.popen.pid, signal.SIGKILL)  # type: ignore[union-attr]
             self.popen.wait(10)  # type: ignore[union-attr]
+            leash.forget(self.pid)
         self.killed = True
 
     def pause(self) -> None:
@@ -85,12 +94,14 @@ class RoleProcess:
             os.kill(self.popen.pid, signal.SIGTERM)  # type: ignore[union-attr]
         try:
             self.popen.wait(timeout)  # type: ignore[union-attr]
+            leash.forget(self.pid)
         except subprocess.TimeoutExpired:
             self.kill()
 
     def wait(self, timeout: float) -> bool:
         try:
             self.popen.wait(timeout)  # type: ignore[union-attr]
+            leash.forget(self.pid)
             return True
         except subprocess.TimeoutExpired:
             return False

@@ -1,7 +1,8 @@
 """Recorded runs under runs/RUN_ID/: everything needed to replay a run without Kafka.
 
 runs/RUN_ID/
-  run.json              status (running, complete, failed), reason, times, levels
+  run.json              status (running, complete, failed, interrupted), reason, times,
+                        levels, and the owner (pid:start) of a run that is going on
   scenario.yaml         the scenario exactly as it was run
   config.json           the validated scenario, the cluster, each level's client settings
   result.json           the `engine run --json` object
@@ -22,7 +23,7 @@ from typing import Any
 
 import yaml
 
-from engine import paths
+from engine import leash, paths
 from engine.errors import LabError
 from engine.levels import LEVELS
 
@@ -97,6 +98,8 @@ def create_run_folder(run_id, scenario, source_text, cluster, levels: list[str])
             "status": "running",
             "levels": levels,
             "started_at": time.time(),
+            # Who runs it: a run whose owner is gone while it is "running" was interrupted.
+            "owner": leash.owner_token(),
         },
     )
     return folder
@@ -171,7 +174,8 @@ def _read_config(folder: Path) -> dict[str, Any]:
 
 
 def run_status(run_id: str) -> str:
-    """ "running", "complete" or "failed" from run.json; "missing" when it cannot be read."""
+    """ "running", "complete", "failed" or "interrupted" from run.json; "missing" when it
+    cannot be read."""
     try:
         return str(json.loads((run_folder(run_id) / "run.json").read_text())["status"])
     except (OSError, json.JSONDecodeError, KeyError):
@@ -207,8 +211,100 @@ def load_metrics(run_id: str) -> dict[str, Any] | None:
         return None
 
 
+# A run recorded before runs named their owner is taken as interrupted when nothing in its
+# folder has changed for this long.
+UNOWNED_IDLE_S = 300.0
+
+
+def _last_write(folder: Path) -> float:
+    """The newest modification time of any file in the run's folder: about when it stopped."""
+    newest = 0.0
+    for path in folder.rglob("*"):
+        try:
+            newest = max(newest, path.stat().st_mtime)
+        except OSError:
+            continue
+    return newest
+
+
+def owner_gone(meta: dict[str, Any], folder: Path | None = None) -> bool:
+    """Whether a "running" run has lost the process that ran it (a crash, a SIGKILL)."""
+    if meta.get("status") != "running":
+        return False
+    owner = meta.get("owner")
+    if owner:
+        return not leash.process_alive(str(owner))
+    folder = folder or run_folder(str(meta.get("run_id", "")))
+    return time.time() - _last_write(folder) > UNOWNED_IDLE_S
+
+
+def recorded_events(folder: Path) -> dict[str, dict[str, int]]:
+    """Each level's event lines written so far, by history file (client or nemesis)."""
+    recorded: dict[str, dict[str, int]] = {}
+    for level_dir in sorted((folder / "levels").glob("*")):
+        counts = {}
+        for history in sorted(level_dir.glob("*.jsonl")):
+            try:
+                with history.open("rb") as lines:
+                    counts[history.stem] = sum(1 for line in lines if line.strip())
+            except OSError:
+                continue
+        if counts:
+            recorded[level_dir.name] = counts
+    return recorded
+
+
+def mark_interrupted(folder: Path, meta: dict[str, Any]) -> dict[str, Any]:
+    """Record that a run stopped with its owner: when, and what it had written by then."""
+    stopped = _last_write(folder) or time.time()
+    owner = str(meta.get("owner") or "").partition(":")[0]
+    who = f"the process that ran it (pid {owner})" if owner else "the process that ran it"
+    meta = {
+        **meta,
+        "status": "interrupted",
+        "reason": (
+            f"This run was interrupted: {who} stopped during the run, "
+            f"{max(0.0, stopped - float(meta.get('started_at') or stopped)):.1f} s after it "
+            "began. Nothing was judged; what the clients wrote until then is kept."
+        ),
+        "finished_at": stopped,
+        "recorded": recorded_events(folder),
+    }
+    _write_json(folder / "run.json", meta)
+    return meta
+
+
+def interrupt_orphaned_runs() -> list[str]:
+    """Mark every "running" run whose owner is gone as interrupted; returns their ids.
+
+    What a starting dashboard (and `engine run`, `engine runs`) does about a crashed one.
+    """
+    marked = []
+    root = paths.runs_dir()
+    if not root.is_dir():
+        return marked
+    for folder in root.iterdir():
+        if not folder.is_dir() or not RUN_ID_PATTERN.fullmatch(folder.name):
+            continue
+        try:
+            meta = json.loads((folder / "run.json").read_text())
+        except (OSError, json.JSONDecodeError):
+            continue
+        if isinstance(meta, dict) and owner_gone(meta, folder):
+            try:
+                mark_interrupted(folder, meta)
+            except LabError:
+                continue  # a full disk: it stays "running" in its file, listed as interrupted
+            marked.append(folder.name)
+    return marked
+
+
 def list_runs() -> list[dict[str, Any]]:
-    """Every run's meta, newest first; damaged folders are listed as such, not skipped."""
+    """Every run's meta, newest first; damaged folders are listed as such, not skipped.
+
+    A "running" run whose owner is gone is listed as "interrupted" even before a starting
+    dashboard writes so into its run.json (`interrupt_orphaned_runs`).
+    """
     root = paths.runs_dir()
     if not root.is_dir():
         return []
@@ -217,9 +313,13 @@ def list_runs() -> list[dict[str, Any]]:
         if not folder.is_dir() or not RUN_ID_PATTERN.fullmatch(folder.name):
             continue
         try:
-            runs.append(json.loads((folder / "run.json").read_text()))
+            meta = json.loads((folder / "run.json").read_text())
         except (OSError, json.JSONDecodeError):
             runs.append({"run_id": folder.name, "status": "damaged", "started_at": 0})
+            continue
+        if meta.get("status") == "running" and meta.get("owner") and owner_gone(meta, folder):
+            meta = {**meta, "status": "interrupted"}
+        runs.append(meta)
     runs.sort(key=lambda r: r.get("started_at", 0), reverse=True)
     return runs
 

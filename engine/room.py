@@ -1,15 +1,17 @@
-"""Serving a room: one presenter acts, everyone else watches.
+"""Serving a room: the presenter acts, everyone else watches.
 
 A dashboard bound to loopback (127.0.0.1, localhost, ::1) serves one person, who may do
 everything. Bound to anything else (`LAB_ADDRESS=0.0.0.0`), it serves a room: a browser
 becomes the presenter by opening the presenter link, which carries the presenter key, and
-every other browser is a viewer who watches and looks around but cannot act. The key comes
+every other browser is a viewer who watches and looks around but cannot act (several
+browsers may open the link: each is a presenter). The key comes
 from `LAB_PRESENTER_KEY`, or is made when the dashboard starts and printed once in its
 terminal, as Jupyter prints its token. Keys are compared in constant time (hmac).
 
 What a session is allowed to do is decided on the server (pages/_roles.py keeps each
-session's role by Streamlit's own session id, which a browser cannot choose); this module
-holds the rules, with no Streamlit in it.
+session's role by Streamlit's own session id: a random id the server makes and sends only to
+that browser; Streamlit lets a browser resume a session whose id it knows, so the id is kept
+out of every address, page and log); this module holds the rules, with no Streamlit in it.
 """
 
 from __future__ import annotations

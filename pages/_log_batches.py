@@ -8,7 +8,11 @@ import streamlit as st
 from engine import logs
 from engine.cluster import Cluster
 from pages._log_common import not_ready, table, topic_picker
+from pages._roles import is_presenter
+from pages._room_results import not_yet, room_results
 from pages._shared import show_error
+
+DUMP = "log dump"
 
 
 # ---- batches ---------------------------------------------------------------------------------
@@ -20,6 +24,15 @@ def batches_tab(cluster: Cluster | None) -> None:
         "batch carries its producer id and epoch, its base sequence, whether it is "
         "transactional, and whether it is a control batch: a COMMIT or ABORT marker."
     )
+    if not is_presenter():
+        # A dump starts a JVM on the presenter's machine: viewers see the presenter's.
+        shared = room_results().get(DUMP)
+        if shared is None:
+            not_yet("dumps the log (Kafka's tool starts a JVM)")
+            return
+        st.caption(f"The presenter's latest dump, made at {shared.when}.")
+        show_dump(shared.value)
+        return
     if cluster is None:
         not_ready()
         return
@@ -41,12 +54,16 @@ def batches_tab(cluster: Cluster | None) -> None:
                 print_data=with_data,
             )
             st.session_state["logs_dump"] = dump
+            room_results().put(DUMP, dump)
     except Exception as exc:
         show_error(exc)
         return
     dump: logs.LogDump | None = st.session_state.get("logs_dump")
-    if dump is None:
-        return
+    if dump is not None:
+        show_dump(dump)
+
+
+def show_dump(dump: logs.LogDump) -> None:
     st.caption(
         f"`{dump.topic}` partition {dump.partition} on node {dump.node_id}: "
         f"{len(dump.files)} segment file(s), {len(dump.batches)} batch(es)"

@@ -15,8 +15,10 @@ from engine import logs, record
 from engine.cluster import Cluster
 from pages._log_common import not_ready, table, topic_picker
 from pages._roles import is_presenter, require_presenter
+from pages._room_results import not_yet, room_results
 from pages._shared import show_error
 
+ISOLATION_READ = "isolation read"
 KIND_COLORS = {
     "committed": "#c8e6c9",
     "not transactional": "#c8e6c9",
@@ -136,6 +138,15 @@ def offsets_figure(readings: list[dict[str, Any]], history: list[dict[str, Any]]
 
 
 def live_isolation(cluster: Cluster) -> None:
+    if not is_presenter():
+        # Consumers at both isolation levels and a log dump: once, for the room.
+        shared = room_results().get(ISOLATION_READ)
+        if shared is None:
+            not_yet("reads both isolation levels")
+            return
+        st.caption(f"The presenter's latest reading, made at {shared.when}.")
+        show_isolation(shared.value)
+        return
     picked = topic_picker(cluster, "logs_live_topic")
     if picked is None:
         return
@@ -150,6 +161,7 @@ def live_isolation(cluster: Cluster) -> None:
         if exact:
             view = logs.apply_batches(view, logs.dump_log(cluster, topic, partition).batches)
         st.session_state["logs_live_view"] = view
+        room_results().put(ISOLATION_READ, view)
     view = st.session_state.get("logs_live_view")
     if view is not None:
         show_isolation(view)

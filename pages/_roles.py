@@ -2,7 +2,10 @@
 
 The role lives in a server-side table keyed by Streamlit's session id, not in
 `st.session_state`: a browser can send widget values, and a crafted one must not be able to
-name itself the presenter. A session becomes the presenter only by loading a page with the
+name itself the presenter. Streamlit lets a browser resume a session whose id it knows (to
+reconnect), so the id must stay private: the server makes it and sends it only to that
+browser, and nothing here prints it whole. Several sessions may hold the presenter role.
+A session becomes the presenter only by loading a page with the
 presenter key in the address; the key is taken out of the address bar at once, and the
 session stays the presenter while it lives (page changes included). A reload starts a new
 session, which needs the link again.

@@ -124,6 +124,12 @@ def spark_service() -> SparkService:
 
 
 def autostart_spark() -> None:
-    """Called by app.py on every rerun; starts Spark once per server process."""
-    if os.environ.get("LAB_SPARK_AUTOSTART", "1") != "0":
+    """Called by app.py on every rerun; starts Spark once per server process.
+
+    Only a presenter's session starts it (on loopback, everyone's): a room's viewers make
+    Spark do no work, not even start again after a failure.
+    """
+    from pages._roles import is_presenter
+
+    if os.environ.get("LAB_SPARK_AUTOSTART", "1") != "0" and is_presenter():
         spark_service().ensure_started()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from typing import Any
 
@@ -20,6 +21,7 @@ from pages._metrics_view import (
     rates_figure,
     throughput_figure,
 )
+from pages._roles import is_presenter
 from pages._run_view import default_verdicts, failing_level, readable_verdicts, render_verdicts
 from pages._shared import require_app, show_error
 from pages._spark import SparkService, spark_service
@@ -47,7 +49,7 @@ def label(meta: dict[str, Any]) -> str:
     return f"{meta.get('scenario', '?')} · {when} · {meta['run_id'][-4:]}"
 
 
-def spark_panel(service: SparkService) -> None:
+def spark_panel(service: SparkService, presenter: bool) -> None:
     """Spark's state; while it starts, a progress bar that refreshes itself every second."""
     state = service.state
     if state == "starting":
@@ -60,13 +62,42 @@ def spark_panel(service: SparkService) -> None:
             st.progress(service.fraction, text=f"Starting Spark in the background: {service.step}")
         elif now == "failed":
             show_error(service.error or LabError("Spark did not start."))
-            if st.button("Try starting Spark again"):
+            if presenter and st.button("Try starting Spark again"):
                 service.ensure_started()
                 st.rerun()
         elif now == "ready" and st.session_state.pop("metrics_waiting_for_spark", False):
             st.rerun()  # the whole page: now it can compute
 
     panel()
+
+
+class Computations:
+    """One lock per run: a run's metrics are computed by one session at a time, and a
+    session that waited for another's computation uses its result instead of computing."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._runs: dict[str, threading.Lock] = {}
+
+    def lock(self, run_id: str) -> threading.Lock:
+        with self._lock:
+            return self._runs.setdefault(run_id, threading.Lock())
+
+
+@st.cache_resource
+def computations() -> Computations:
+    return Computations()
+
+
+def compute_once(run_id: str, service: SparkService) -> dict[str, Any] | None:
+    """The run's saved metrics, computed now unless another session just did."""
+    with computations().lock(run_id):
+        return record.load_metrics(run_id) or compute(run_id, service)
+
+
+def recompute(run_id: str, service: SparkService) -> dict[str, Any] | None:
+    with computations().lock(run_id):
+        return compute(run_id, service)
 
 
 def compute(run_id: str, service: SparkService) -> dict[str, Any] | None:
@@ -197,12 +228,19 @@ def render_verdict_pages(run_id: str, level: str, result: dict[str, Any]) -> Non
     st.dataframe(readable_verdicts(page.rows, result), hide_index=True, width="stretch")
 
 
-def render_history(scenario: str, runs: list[dict[str, Any]], service: SparkService) -> None:
+def render_history(
+    scenario: str, runs: list[dict[str, Any]], service: SparkService, presenter: bool
+) -> None:
     st.subheader(f"Across runs: {scenario}")
     same = [m for m in runs if m.get("scenario") == scenario]
     saved_by_id = {m["run_id"]: record.load_metrics(m["run_id"]) for m in same}
     missing = [m for m in same if saved_by_id[m["run_id"]] is None]
-    if missing:
+    if missing and not presenter:
+        st.caption(
+            f"{len(missing)} run(s) of {scenario} have no Spark metrics yet; the presenter can "
+            "compute them."
+        )
+    elif missing:
         clicked = st.button(
             f"Compute the {len(missing)} run(s) without Spark metrics",
             disabled=service.state != "ready",
@@ -214,9 +252,10 @@ def render_history(scenario: str, runs: list[dict[str, Any]], service: SparkServ
             bar = st.progress(0.0, text="Spark is computing the older runs…")
             for i, meta in enumerate(missing, start=1):
                 try:
-                    saved_by_id[meta["run_id"]] = compute_and_save(
-                        meta["run_id"], spark=service.session()
-                    )
+                    with computations().lock(meta["run_id"]):
+                        saved_by_id[meta["run_id"]] = record.load_metrics(
+                            meta["run_id"]
+                        ) or compute_and_save(meta["run_id"], spark=service.session())
                 except Exception as exc:
                     show_error(exc)
                 bar.progress(i / len(missing), text=f"{i} of {len(missing)} runs computed")
@@ -250,19 +289,31 @@ meta = st.selectbox(
     key="metrics_run",
 )
 service = spark_service()
-service.ensure_started()
-spark_panel(service)
+# Only the presenter's session makes Spark work: a room's viewers read what it computed
+# (runs/RUN_ID/metrics.json) and start no computation of their own.
+presenter = is_presenter()
+if presenter:
+    service.ensure_started()
+spark_panel(service, presenter)
 
 saved = record.load_metrics(meta["run_id"])
-if service.state == "ready" and saved is None:
-    saved = compute(meta["run_id"], service)  # a run opened for the first time
-if saved is not None and st.button(
-    "Recompute with Spark (reads Kafka again)", disabled=service.state != "ready"
+if presenter and service.state == "ready" and saved is None:
+    saved = compute_once(meta["run_id"], service)  # a run opened for the first time
+if (
+    presenter
+    and saved is not None
+    and st.button("Recompute with Spark (reads Kafka again)", disabled=service.state != "ready")
 ):
-    saved = compute(meta["run_id"], service) or saved
+    saved = recompute(meta["run_id"], service) or saved
 if saved is None:
-    if service.state == "starting":
+    if not presenter:
+        st.info(
+            "The presenter has not computed this run's metrics yet. Spark computes them once "
+            "for the whole room, when the presenter opens this run here; they show here then.",
+            icon="👀",
+        )
+    elif service.state == "starting":
         st.info("The metrics appear here as soon as Spark is up.")
     st.stop()
 render(meta, saved)
-render_history(meta["scenario"], runs, service)
+render_history(meta["scenario"], runs, service, presenter)

@@ -6,7 +6,7 @@ import time
 
 import streamlit as st
 
-from engine import record
+from engine import history, record
 from engine.errors import LabError
 from pages._run_view import render_run
 from pages._shared import require_app, show_error
@@ -29,8 +29,75 @@ def label(meta: dict) -> str:
     return f"{meta.get('scenario', '?')} · {when} · {meta.get('status', '?')}"
 
 
-chosen = st.selectbox("Run", runs, format_func=label, key="replay_run")
+LAST_EVENTS = 200  # of each level, in an interrupted run
+MAX_EVENTS_READ = 200_000  # a level with more is not read into the page
+
+
+def default_index(runs: list[dict]) -> int | None:
+    """The newest run that ended (complete or failed); never an interrupted or running one."""
+    return next(
+        (i for i, meta in enumerate(runs) if meta.get("status") in ("complete", "failed")), None
+    )
+
+
+def render_interrupted(meta: dict) -> None:
+    """What an interrupted run can still say: when it stopped, and what was written by then."""
+    st.warning(
+        meta.get("reason")
+        or "This run was interrupted: the process that ran it stopped before the run ended. "
+        "Nothing was judged.",
+        icon="⏹️",
+    )
+    recorded = meta.get("recorded") or record.recorded_events(record.run_folder(meta["run_id"]))
+    if not recorded:
+        st.caption("No client had written an event yet.")
+        return
+    st.caption("Events written before it stopped, by level and history file:")
+    st.table(
+        [
+            {"level": level, "history": name, "events": count}
+            for level, files in recorded.items()
+            for name, count in files.items()
+        ]
+    )
+    folder = record.run_folder(meta["run_id"])
+    for level, files in recorded.items():
+        total = sum(files.values())
+        with st.expander(f"{level}: the last events before it stopped"):
+            if total > MAX_EVENTS_READ:
+                st.caption(f"{total:,} events: too many to read here; they are in {folder}.")
+                continue
+            events = history.merge(sorted((folder / "levels" / level).glob("*.jsonl")))
+            began = float(meta.get("started_at") or 0)
+            st.dataframe(
+                [
+                    {
+                        "s": round(float(e.get("t", 0)) - began, 3),
+                        "process": e.get("proc"),
+                        "event": e.get("ev"),
+                        "id": e.get("id"),
+                    }
+                    for e in events[-LAST_EVENTS:]
+                ],
+                hide_index=True,
+            )
+
+
+chosen = st.selectbox(
+    "Run",
+    runs,
+    index=default_index(runs),
+    format_func=label,
+    key="replay_run",
+    placeholder="Choose a run (none has ended yet)",
+)
+if chosen is None:
+    st.info("Every recorded run is interrupted or still going on: choose one above to look.")
+    st.stop()
 try:
-    render_run(record.load_run(chosen["run_id"]))
+    if chosen.get("status") == "interrupted":
+        render_interrupted(chosen)
+    else:
+        render_run(record.load_run(chosen["run_id"]))
 except LabError as exc:
     show_error(exc)

@@ -14,7 +14,7 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from engine import paths, record
+from engine import leash, paths, record
 from engine.errors import LabError
 
 if TYPE_CHECKING:
@@ -101,12 +101,18 @@ def compute_in_big_process(
 
     report = progress or (lambda _what, _fraction: None)
     report("starting a Spark process for a big run", 0.02)
-    command = [sys.executable, "-m", "engine.metrics.compute", run_id]
-    command += ["--bootstrap", bootstrap] if bootstrap else []
-    command += ["--from-record"] if from_record else []
+    args = [run_id]
+    args += ["--bootstrap", bootstrap] if bootstrap else []
+    args += ["--from-record"] if from_record else []
     env = {**os.environ, **big_run_environment(), _BIG_PROCESS: "1"}
-    with subprocess.Popen(
-        command, cwd=paths.REPO_ROOT, env=env, stderr=subprocess.PIPE, text=True
+    # On a leash (engine/leash.py): a dashboard killed mid-computation leaves no Spark behind.
+    with leash.spawn(
+        "engine.metrics.compute",
+        args,
+        cwd=paths.REPO_ROOT,
+        env=env,
+        stderr=subprocess.PIPE,
+        text=True,
     ) as child:
         last = ""
         assert child.stderr is not None
@@ -116,6 +122,7 @@ def compute_in_big_process(
                 report(what, float(fraction))
             elif line.strip():
                 last = line.strip()
+    leash.forget(child.pid)
     if child.returncode != 0:
         raise MetricsError(
             last.removeprefix("error: ") or f"The metrics process exited with {child.returncode}."

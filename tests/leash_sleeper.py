@@ -1,0 +1,6 @@
+"""A process that does nothing until it is ended: the leash tests' child (engine/leash.py)."""
+
+import time
+
+while True:
+    time.sleep(1)
