@@ -6,6 +6,7 @@ the pure functions here build Plotly figures and tables, and the Metrics page la
 
 from __future__ import annotations
 
+import re
 import time
 from typing import Any
 
@@ -49,29 +50,47 @@ def rate(result: dict[str, Any], key: str) -> float:
     return (result.get(key) or 0) / messages if messages else 0.0
 
 
+# Each kind of damage in its own panel and colour, so that a lone bar (at-most-once's losses)
+# cannot be read as one of its neighbours (the duplicates beside it, in a grouped chart).
+RATE_COLOURS = {
+    "duplicated_share": "#ef6c00",
+    "lost": "#c62828",
+    "reordered": "#6a1b9a",
+    "aborted_visible": "#1565c0",
+}
+
+
 def rates_figure(results: dict[str, Any]) -> go.Figure:
-    """Grouped bars: for each kind of damage, one bar per level, as a share of the messages."""
-    figure = go.Figure()
-    for level, result in results.items():
+    """One panel per kind of damage, one bar per level, as a share of the messages."""
+    from plotly.subplots import make_subplots
+
+    levels = list(results)
+    figure = make_subplots(
+        rows=1, cols=len(RATES), subplot_titles=[label for _key, label in RATES], shared_yaxes=True
+    )
+    for column, (key, label) in enumerate(RATES, start=1):
         figure.add_trace(
             go.Bar(
-                name=level,
-                x=[label for _key, label in RATES],
-                y=[100 * rate(result, key) for key, _label in RATES],
-                marker_color=colour(level),
-                text=[_count_text(result, key) for key, _label in RATES],
+                name=label,
+                x=levels,
+                y=[100 * rate(results[level], key) for level in levels],
+                marker_color=RATE_COLOURS[key],
+                text=[_count_text(results[level], key) for level in levels],
                 textposition="outside",
                 textfont={"size": 14},
-                hovertemplate="%{x}: %{y:.1f}%<extra>" + level + "</extra>",
-            )
+                hovertemplate="%{x}: %{y:.1f}%<extra>" + label + "</extra>",
+                showlegend=False,
+            ),
+            row=1,
+            col=column,
         )
     figure.update_layout(
-        barmode="group",
-        height=360,
-        yaxis_title="% of the run's messages",
-        margin={"l": 10, "r": 10, "t": 30, "b": 10},
-        legend={"orientation": "h", "y": -0.15},
+        height=380,
+        margin={"l": 10, "r": 10, "t": 40, "b": 10},
+        bargap=0.3,
     )
+    figure.update_yaxes(title_text="% of the run's messages", row=1, col=1)
+    figure.update_xaxes(tickangle=-30)
     return figure
 
 
@@ -250,3 +269,9 @@ def history_figure(frame: pd.DataFrame) -> go.Figure:
     )
     figure.update_xaxes(type="category", showticklabels=len(frame["run"].unique()) <= 12)
     return figure
+
+
+def room_reason(reason: str) -> str:
+    """Why Kafka could not serve the run, without the command line's advice (a bootstrap
+    variable, --from-record): the page has already read the record instead."""
+    return re.split(r"\s+(?:Start the run's cluster|Point LAB_METRICS_BOOTSTRAP)", reason)[0]

@@ -19,6 +19,7 @@ from pages._metrics_view import (
     ordered_results,
     percentile_table,
     rates_figure,
+    room_reason,
     throughput_figure,
 )
 from pages._roles import is_presenter
@@ -142,8 +143,8 @@ def render(meta: dict[str, Any], metrics: dict[str, Any]) -> None:
     st.caption(f"Spark read **{metrics.get('source')}** (computed at {when}).")
     if metrics.get("fallback_reason"):
         st.info(
-            "Kafka could not serve this run's topics, so Spark read the records saved with "
-            f"the run. {metrics['fallback_reason']}"
+            "The cluster this run was made on no longer serves its topics, so Spark read the "
+            f"records saved with the run. {room_reason(metrics['fallback_reason'])}"
         )
     results = ordered_results(metrics, meta.get("levels"))
     try:
@@ -184,12 +185,16 @@ def render(meta: dict[str, Any], metrics: dict[str, Any]) -> None:
             levels,
             index=failing_level(results),
             horizontal=True,
-            key="metrics_verdict_level",
+            # Per run: a choice made for another run's levels or verdicts must not carry
+            # over (a filter kept from a run without duplicates hid this run's five).
+            key=f"metrics_verdict_level_{meta['run_id']}",
         )
         if verdicts:
             # The Failure lab's table: anomalies first, times in seconds since the level started.
             render_verdicts(
-                verdicts.get(level) or [], results[level], key=f"metrics_verdicts_{level}"
+                verdicts.get(level) or [],
+                results[level],
+                key=f"metrics_verdicts_{meta['run_id']}_{level}",
             )
         else:
             render_verdict_pages(meta["run_id"], level, results[level])
