@@ -7,7 +7,7 @@ import streamlit as st
 from engine.recovery import recover
 from engine.room import VIEWER, PresenterKeyError
 from pages._presenter import presenter_controls
-from pages._roles import session_role, viewer_line
+from pages._roles import rehearsal_link, session_role, viewer_line
 from pages._shared import mark_app_ran, show_error
 from pages._spark import autostart_spark
 from pages.cluster_panel import render_cluster_panel
@@ -45,6 +45,8 @@ except PresenterKeyError as exc:
     show_error(exc)
     st.stop()
 render_cluster_panel()
+with st.sidebar:
+    rehearsal_link()
 presenter_controls()  # the projector's layout; before the page draws
 autostart_spark()  # the JVM takes 13-20 s; by the time someone opens Metrics it is up
 navigation.run()

@@ -283,7 +283,9 @@ def explain(
                 "that holds the message survives and leads; here none did."
             )
         elif "lost" in EXCLUDED.get(level, set()):
-            sentence += " This level's promise excludes this loss: the evidence lists what happened."
+            sentence += (
+                " This level's promise excludes this loss: the evidence lists what happened."
+            )
         out.why.append(sentence)
     reordered = [v.id for v in verdicts if v.reordered]
     if reordered:

@@ -39,6 +39,15 @@ class RoleTable:
         self._lock = threading.Lock()
         self._presenters: set[str] = set()
         self._wrong_key: set[str] = set()
+        self._rehearsing: set[str] = set()  # loopback tabs opened to see what the room sees
+
+    def make_rehearsal_viewer(self, session: str) -> None:
+        with self._lock:
+            self._rehearsing.add(session)
+
+    def is_rehearsal_viewer(self, session: str) -> bool:
+        with self._lock:
+            return session in self._rehearsing
 
     def make_presenter(self, session: str) -> None:
         with self._lock:
@@ -99,11 +108,22 @@ def room_key() -> str | None:
     return key
 
 
+REHEARSE_PARAM = "rehearse"
+
+
 def session_role() -> str:
-    """This session's role; a presenter key in the address is checked, then removed from it."""
+    """This session's role; a presenter key in the address is checked, then removed from it.
+
+    On loopback every session presents, except a tab opened from "Rehearse the room"
+    (?rehearse=viewer): it is a viewer for as long as it lives, so the presenter can see what
+    the class will see. Turning oneself into a viewer gives nobody a right.
+    """
     key = room_key()
     if key is None:
-        return PRESENTER
+        table, session = role_table(), session_id()
+        if st.query_params.get(REHEARSE_PARAM) == VIEWER:
+            table.make_rehearsal_viewer(session)
+        return VIEWER if table.is_rehearsal_viewer(session) else PRESENTER
     table, session = role_table(), session_id()
     given = st.query_params.get(KEY_PARAM)
     if given is not None:
@@ -128,8 +148,26 @@ def require_presenter(action: str) -> None:
         raise refuse(action, session_id())
 
 
+def rehearsal_link() -> None:
+    """On loopback, the presenter's way to open a viewer's tab beside its own."""
+    if room_key() is not None or not is_presenter():
+        return
+    st.link_button(
+        "👀 Rehearse the room",
+        f"?{REHEARSE_PARAM}={VIEWER}",
+        help="Opens this dashboard as a viewer in a new tab: it follows this tab's runs as "
+        "the class will, and cannot act. Only for rehearsing on this machine.",
+        width="stretch",
+    )
+
+
 def viewer_line() -> str:
     """The one line a viewer reads at the top of each page."""
+    if role_table().is_rehearsal_viewer(session_id()):
+        return (
+            "Rehearsal: this tab is a viewer, as the class will see the dashboard. Close it to "
+            "stop rehearsing; the other tab presents."
+        )
     if role_table().gave_wrong_key(session_id()):
         return (
             "That presenter key is not this dashboard's: you are watching. The presenter link "

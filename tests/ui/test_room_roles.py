@@ -166,3 +166,48 @@ def test_a_container_published_on_loopback_is_one_persons_dashboard(monkeypatch)
         assert "Start" in labels(at)  # the presenter's control
     finally:
         config.set_option("server.address", before)
+
+
+@pytest.fixture
+def loopback(monkeypatch):
+    """A dashboard on 127.0.0.1, as a presenter rehearses on their own machine."""
+    monkeypatch.setenv("LAB_AUTOSTART", "0")
+    monkeypatch.setenv("LAB_SPARK_AUTOSTART", "0")
+    from pages._follow import room_feed
+    from pages._roles import role_table
+
+    role_table.clear()
+    room_feed.clear()
+    before = config.get_option("server.address")
+    config.set_option("server.address", "127.0.0.1")
+    yield
+    config.set_option("server.address", before)
+
+
+def test_rehearsing_the_room_on_loopback_opens_a_viewers_tab(loopback):
+    """On loopback every tab presents; one opened from "Rehearse the room" is a viewer for
+    as long as it lives, so a second tab shows what the class will see."""
+    at = AppTest.from_file(APP, default_timeout=30).run()
+    assert not at.exception
+    assert "You are watching" not in texts(at)
+    assert any(b.label == "👀 Rehearse the room" for b in at.get("link_button"))
+    at.switch_page("pages/failure_lab.py").run()
+    assert "▶ Run" in labels(at)
+
+    role_table_clear()
+    viewer = AppTest.from_file(APP, default_timeout=30)
+    viewer.query_params["rehearse"] = "viewer"
+    viewer.run()
+    assert not viewer.exception
+    assert "Rehearsal: this tab is a viewer" in texts(viewer)
+    assert not any(b.label == "👀 Rehearse the room" for b in viewer.get("link_button"))
+    viewer.switch_page("pages/failure_lab.py").run()  # the address no longer says so
+    assert not viewer.exception
+    assert "▶ Run" not in labels(viewer)
+    assert [t.label for t in viewer.toggle] == ["Follow the presenter"]
+
+
+def role_table_clear() -> None:
+    from pages._roles import role_table
+
+    role_table.clear()
