@@ -218,7 +218,10 @@ def strike_buttons(live: FreePlay) -> None:
     columns = st.columns(len(BUTTONS) + 1)
     for column, (label, kind, what) in zip(columns, BUTTONS, strict=False):
         refused = live.refused(kind)
-        if column.button(label, key=f"fp_{kind}", disabled=refused is not None, help=what):
+        # "fp_strike_": a strike's own prefix. "fp_{kind}" made the restart button's key
+        # "fp_restart", the restart-delay slider's, and the page failed on a duplicate key.
+        key = f"fp_strike_{kind}"
+        if column.button(label, key=key, disabled=refused is not None, help=what):
             try:
                 require_presenter("strike a fault")
                 live.strike(kind)
