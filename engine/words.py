@@ -5,7 +5,7 @@ One place for every name a page may show. The room reads the words; the engine's
 engineers who ask. `tests/unit/test_words.py` scans the roles, the nemesis and the proxy for
 the names they write, so a new event without words fails there.
 
-    say_event("commit_gap").text()   -> "outputs written, input not yet committed (commit_gap)"
+    say_event("commit_gap").text()   -> "outputs and input offsets out of step (commit_gap)"
     say_error("_FATAL", reason).html() -> "fenced: a newer instance ... <small>...</small>"
     point_words("after txn_flushed #3") -> "after its 3rd transaction's records were written"
 """
@@ -47,7 +47,8 @@ EVENT_WORDS: dict[str, str] = {
     "output_failed": "output could not be written",
     "batch_failed": "batch failed; it is read again",
     "committed": "input offsets committed",
-    "commit_gap": "outputs written, input not yet committed",
+    # the moment a batch is exposed: what is done differs by commit mode (its `state` says)
+    "commit_gap": "outputs and input offsets out of step",
     "commit_rejected": "offset commit refused",
     "auto_committed": "offsets committed by the auto-commit timer",
     "txn_commit_retry": "transaction commit retried",
@@ -132,7 +133,7 @@ ERROR_WORDS: dict[str, str] = {
     "REQUEST_TIMED_OUT": "the broker did not answer in time",
     "_TIMED_OUT": "timed out waiting for the broker",
     "_MSG_TIMED_OUT": "gave up: no ack before the delivery timeout",
-    "NOT_ENOUGH_REPLICAS": "refused: too few in-sync replicas",
+    "NOT_ENOUGH_REPLICAS": "too few in-sync replicas",
     "NOT_ENOUGH_REPLICAS_AFTER_APPEND": "written, but too few in-sync replicas to confirm it",
     "_TRANSPORT": "connection to the broker broke",
     "_ALL_BROKERS_DOWN": "no broker reachable",
@@ -160,7 +161,7 @@ ERROR_WORDS: dict[str, str] = {
 
 # Where a fault point stops a role: "after EVENT #N", said as what the role had just done.
 POINT_WORDS: dict[str, str] = {
-    "commit_gap": "after it had written its {nth} batch's outputs, before committing its input",
+    "commit_gap": "in the middle of its {nth} batch, outputs and offsets out of step",
     "txn_flushed": "after its {nth} transaction's records were written, before the commit",
     "txn_begin": "right after it began its {nth} transaction",
     "txn_commit": "right after its {nth} transaction committed",
@@ -269,3 +270,17 @@ def point_words(point: str) -> str:
 
 def say_point(point: str) -> Said:
     return Said(point_words(point), point)
+
+
+def nodes_words(nodes: object) -> str:
+    """A list of node ids as the room says it: "none", "node 2", "nodes 1, 2 and 3"."""
+    if nodes is None:
+        return "not read"
+    if not isinstance(nodes, list | tuple):
+        return str(nodes)
+    if not nodes:
+        return "none"
+    names = [str(n) for n in nodes]
+    if len(names) == 1:
+        return f"node {names[0]}"
+    return f"nodes {', '.join(names[:-1])} and {names[-1]}"

@@ -136,7 +136,7 @@ def test_error_codes_in_the_rooms_words(code, reason, said):
 
 def test_fault_points_in_the_rooms_words():
     assert words.point_words("after commit_gap #2") == (
-        "after it had written its 2nd batch's outputs, before committing its input"
+        "in the middle of its 2nd batch, outputs and offsets out of step"
     )
     assert "3rd transaction" in words.point_words("after txn_flushed #3")
     assert "txn_flushed" not in words.point_words("after txn_flushed #3")
@@ -145,7 +145,8 @@ def test_fault_points_in_the_rooms_words():
 
 def test_the_raw_name_follows_in_small_type():
     said = words.say_event("commit_gap")
-    assert said.text() == "outputs written, input not yet committed (commit_gap)"
+    assert said.text() == "outputs and input offsets out of step (commit_gap)"
     assert "<small" in said.html() and "commit_gap" in said.html()
     assert "font-size" in said.plotly()
     assert words.Said("x", "x").text() == "x"  # no name twice
+    assert words.nodes_words([]) == "none" and words.nodes_words([1, 3]) == "nodes 1 and 3"
