@@ -188,12 +188,13 @@ def fault_line(event: dict[str, Any]) -> FaultLine | None:
     return FaultLine(t, text, raw, fault_fold(event, text), fold_text(event, text))
 
 
-def nemesis_text(event: dict[str, Any]) -> str:
-    """The nemesis's record of what it did, in the words the room reads."""
+def nemesis_text(event: dict[str, Any], *, short: bool = False) -> str:
+    """The nemesis's record of what it did, in the words the room reads; `short` for a chart's
+    label (the fault point briefly, without the batch in hand)."""
     kind, target = event.get("kind"), event.get("target")
-    point = f" {point_words(str(event['point']))}" if event.get("point") else ""
+    point = f" {point_words(str(event['point']), short=short)}" if event.get("point") else ""
     at = event.get("at") or {}
-    if point and at.get("ids"):  # where the fault point stopped it: the batch in hand
+    if point and at.get("ids") and not short:  # where the fault point stopped it: the batch in hand
         held = [f"ids {id_ranges(at['ids'])}"]
         if at.get("batch") is not None:
             held.insert(0, f"batch {at['batch']}")
@@ -202,6 +203,8 @@ def nemesis_text(event: dict[str, Any]) -> str:
         state = f": {at['state']}" if at.get("state") else ""  # what was done, what was not
         point += f" ({', '.join(held)}{state})"
     nodes = ", ".join(str(n) for n in event.get("nodes") or []) or "none"
+    if short and (brief := SHORT_NEMESIS.get(str(kind))) is not None:
+        return brief(event)
     words = {
         "crash": f"{target} killed (SIGKILL){point}",
         "pause": f"{target} frozen (SIGSTOP){point}",
@@ -236,6 +239,19 @@ def nemesis_text(event: dict[str, Any]) -> str:
         f"({event.get('point')}): the clients finished first",
     }
     return words.get(str(kind), f"{target or ''} {fault_words(str(kind))}".strip())
+
+
+# A chart's label for the nemesis records whose full words run long; the rest are short already.
+SHORT_NEMESIS = {
+    "pause-follower": lambda e: f"follower node {e.get('node')} frozen",
+    "kill-follower": lambda e: f"follower node {e.get('node')} killed",
+    "kill-node": lambda e: f"broker node {e.get('node')} killed",
+    "isr": lambda e: f"in sync now: {nodes_words(e.get('isr'))}",
+    "wipe-partition": lambda e: f"node {e.get('node')}'s copy deleted (a lost disk)",
+    "supervisor-restart": lambda e: f"{e.get('target')} restarted by its supervisor",
+    "fault-not-reached": lambda e: f"{e.get('fault')} of {e.get('target')} never fired",
+    "restart-failed": lambda e: f"node {e.get('node')} did not come back",
+}
 
 
 def offsets_text(event: dict[str, Any]) -> str | None:

@@ -169,6 +169,16 @@ POINT_WORDS: dict[str, str] = {
     "committed": "after it had committed its input for the {nth} time",
     "output_acked": "after its {nth} output was written",
 }
+# The same, short enough for a label on a chart.
+POINT_SHORT: dict[str, str] = {
+    "commit_gap": "mid-batch {n}",
+    "txn_flushed": "with transaction {n} written, not committed",
+    "txn_begin": "as transaction {n} began",
+    "txn_commit": "after transaction {n} committed",
+    "auto_committed": "after auto-commit {n}",
+    "committed": "after commit {n}",
+    "output_acked": "after output {n}",
+}
 POINT = re.compile(r"after (?P<ev>[a-z_]+) #(?P<n>\d+)")
 
 
@@ -256,12 +266,15 @@ def ordinal(n: int) -> str:
     return f"{n}{suffix}"
 
 
-def point_words(point: str) -> str:
-    """A fault point's name ("after commit_gap #2") as where the role stood when it stopped."""
+def point_words(point: str, *, short: bool = False) -> str:
+    """A fault point's name ("after commit_gap #2") as where the role stood when it stopped;
+    `short` for a chart's label ("mid-batch 2")."""
     match = POINT.fullmatch(point.strip())
     if match is None:
         return point
     ev, nth = match["ev"], ordinal(int(match["n"]))
+    if short:
+        return POINT_SHORT.get(ev, "after {e} #{n}").format(n=match["n"], e=event_words(ev))
     template = POINT_WORDS.get(ev)
     if template is not None:
         return template.format(nth=nth)

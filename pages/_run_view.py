@@ -6,7 +6,8 @@ needed). Everything drawn here is read from the run's record; nothing is made up
 
 from __future__ import annotations
 
-from html import escape
+import re
+from html import escape, unescape
 from typing import Any
 
 import pandas as pd
@@ -14,7 +15,8 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from engine.checker import LATENCY_DEFINITION
-from engine.live import nemesis_text
+from engine.live import fault_fold, fault_raw, fault_text, fold_text, nemesis_text
+from engine.words import say_fault
 from pages._presenter import presenter_on
 
 COUNTS = [
@@ -39,7 +41,7 @@ INSTANCE_COLOURS = ["#ef6c00", "#00838f", "#ad1457"]
 ANOMALY_COUNTS = ("duplicates", "lost", "reordered", "aborted_visible")
 DELIVERED_ONCE = "delivered once"
 FONT = {"size": 16}  # read from the back of a room, on a projector
-LABEL_ROWS = 5  # fault labels cycle through this many heights, so neighbours do not overlap
+LABEL_ROWS = 5  # rows of fault labels above the timeline: a label takes the first with room
 
 
 def render_run(run: dict[str, Any], *, presenter: bool | None = None) -> None:
@@ -87,8 +89,16 @@ def render_timeline(run: dict[str, Any], results: dict[str, Any]) -> None:
     data = run["levels"].get(level)
     if not data:
         return
-    figure = timeline_figure(data["history"], results[level], data.get("verdicts"))
+    figure, unlabelled = timeline(data["history"], results[level], data.get("verdicts"))
     st.plotly_chart(figure, width="stretch")
+    if unlabelled:  # shaded on the chart, but no room for their words there
+        st.caption(
+            "Also on the chart, unlabelled: "
+            + "; ".join(
+                f"{b['x0']:.2f} s {b['label']}" + (f" ×{b['count']}" if b["count"] > 1 else "")
+                for b in unlabelled
+            )
+        )
     render_verdicts(data["verdicts"], results[level], key=f"v-{run_id}-{level}")
 
 
@@ -257,10 +267,20 @@ def timeline_figure(
     result: dict[str, Any],
     verdicts: list[dict[str, Any]] | None = None,
 ) -> go.Figure:
-    """Each message's path over time (sent, acked, written, seen), with faults as bands.
+    """Each message's path over time (sent, acked, written, seen), with faults as bands."""
+    return timeline(history, result, verdicts)[0]
+
+
+def timeline(
+    history: list[dict[str, Any]],
+    result: dict[str, Any],
+    verdicts: list[dict[str, Any]] | None = None,
+) -> tuple[go.Figure, list[dict[str, Any]]]:
+    """The timeline, and the fault bands whose labels found no room on it (said below it).
 
     Duplicated and lost ids are marked large (from the verdicts), and the points of a second
-    instance of a role (a replacement) have their own colour.
+    instance of a role (a replacement) have their own colour. Fault labels sit in rows above
+    the plot, never over the data nor over each other.
     """
     start = result.get("started_at") or (history[0]["t"] if history else 0.0)
     figure = go.Figure()
@@ -270,19 +290,28 @@ def timeline_figure(
         named = proc.split("#")[0] in several
         figure.add_trace(point_trace(kind, proc, rows, instance_rank(proc), named=named))
     draw_anomalies(figure, history, verdicts or [], start)
-    draw_fault_bands(figure, result, start)
+    # The x axis is set, not left to autorange, so that the labels' room is known.
+    xs = [x for rows in points.values() for x, _ in rows]
+    xs += [b["x1"] for b in fault_bands(result, start)] + [0.0]
+    lo, hi = min(xs), max(max(xs), 1.0)
+    pad = 0.03 * (hi - lo)
+    span = (lo - pad, hi + pad)
+    unlabelled = draw_fault_bands(figure, result, start, span=span, above=True)
+    used = [a.yshift for a in figure.layout.annotations if a.yref == "y domain"]
+    rows_used = (max(used) - 4) // LABEL_ROW_PX + 1 if used else 0
     figure.update_layout(
-        height=520,
+        height=520 + rows_used * LABEL_ROW_PX,
         font=FONT,
-        margin={"l": 10, "r": 10, "t": 30, "b": 10},
+        margin={"l": 10, "r": 10, "t": 20 + rows_used * LABEL_ROW_PX, "b": 10},
         legend={"orientation": "h", "y": -0.2, "font": FONT},
     )
+    figure.update_xaxes(range=list(span))
     for axis, title in (
         (figure.update_xaxes, "seconds since the level started"),
         (figure.update_yaxes, "message id"),
     ):
         axis(title={"text": title, "font": {"size": 18}}, tickfont=FONT)
-    return figure
+    return figure, unlabelled
 
 
 def timeline_points(
@@ -430,31 +459,133 @@ def draw_anomalies(
 
 
 def draw_fault_bands(
-    figure: go.Figure, result: dict[str, Any], start: float, *, opacity: float = 0.18, **where: Any
-) -> None:
-    """Shade each fault of a level's result on `figure` (`where`: a subplot's row and col)."""
-    for index, band in enumerate(fault_bands(result, start)):
+    figure: go.Figure,
+    result: dict[str, Any],
+    start: float,
+    *,
+    opacity: float = 0.18,
+    span: tuple[float, float] | None = None,
+    above: bool = False,
+    **where: Any,
+) -> list[dict[str, Any]]:
+    """Shade each fault of a level's result on `figure` (`where`: a subplot's row and col).
+
+    Repeats of one fault fold into one band with a count, and each label gets a row where it
+    overlaps no other (`place_labels`), above the plot (`above`) or along its top. A label
+    that finds no row is left off the chart; those bands are returned, for a line below it.
+    """
+    bands = fold_bands(fault_bands(result, start))
+    if span is None:  # a subplot's axis is not known here: the faults' own extent
+        span = (min([0.0, *(b["x0"] for b in bands)]), max([1.0, *(b["x1"] for b in bands)]))
+    placed = place_labels(bands, span)
+    unlabelled = []
+    for band, slot in zip(bands, placed, strict=True):
         figure.add_vrect(
             x0=band["x0"],
             x1=band["x1"],
             fillcolor=band["colour"],
             opacity=opacity,
             line_width=0,
-            annotation_text=band["label"],
-            annotation_position="top left",
-            # Neighbouring labels at different heights, so they never print over each other.
-            annotation={
-                "y": 1 - 0.08 * (index % LABEL_ROWS),
-                "yanchor": "top",
-                "font": {**FONT, "color": "#212121"},
-                "bgcolor": "rgba(255,255,255,0.8)",
-            },
             **where,
         )
+        if slot is None:
+            unlabelled.append(band)
+            continue
+        row, x = slot
+        figure.add_annotation(
+            x=x,
+            xanchor="left",
+            y=1,
+            yref="y domain",
+            yanchor="bottom" if above else "top",
+            yshift=(4 + row * LABEL_ROW_PX) if above else -row * LABEL_ROW_PX,
+            text=band_text(band),
+            showarrow=False,
+            font={**FONT, "color": "#212121"},
+            bgcolor="rgba(255,255,255,0.85)",
+            **where,
+        )
+    return unlabelled
+
+
+FOLD_GAP_S = 2.0  # repeats of one fault this close together are one band
+LABEL_ROW_PX = 26  # a label row's height: 16 px type with its padding
+PLOT_WIDTH_PX = 900  # the narrowest the timeline is drawn: 150% zoom on a 1920 px screen
+CHAR_PX = 0.6  # a character's width, in font sizes: generous for the dashboard's sans serif
+RAW_FONT_PX = 11  # the raw names' small type (engine.words.Said.plotly)
+
+
+def fold_bands(bands: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Bands of one fault repeated within FOLD_GAP_S of each other merged into one, counted.
+
+    isr-shrink's producer meets dozens of refused writes while the ISR is short: one band
+    "node 2 refused writes ×60" tells the room what sixty labels hid.
+    """
+    open_by_key: dict[str, dict[str, Any]] = {}
+    out: list[dict[str, Any]] = []
+    for band in sorted(bands, key=lambda b: b["x0"]):
+        key = band.get("fold") or band["label"]
+        current = open_by_key.get(key)
+        if current is not None and band["x0"] <= current["x1"] + FOLD_GAP_S:
+            current["x1"] = max(current["x1"], band["x1"])
+            current["count"] += 1
+            current["label"] = band.get("fold_label") or current["label"]
+            continue
+        fresh = {**band, "count": 1}
+        open_by_key[key] = fresh
+        out.append(fresh)
+    return out
+
+
+def band_text(band: dict[str, Any]) -> str:
+    """A band's label in plotly's markup: the words, ×count, the raw name in small type."""
+    count = f" <b>×{band['count']}</b>" if band.get("count", 1) > 1 else ""
+    raw = band.get("raw") or ""
+    small = f" <span style='font-size:{RAW_FONT_PX}px;color:#757575'>{escape(raw)}</span>"
+    return escape(band["label"]) + count + (small if raw else "")
+
+
+def label_width_px(text: str) -> float:
+    """A label's width on screen, estimated from its plotly markup: words, then small type."""
+    plain = re.sub(r"<span[^>]*>.*?</span>", "", text)
+    small = "".join(re.findall(r"<span[^>]*>(.*?)</span>", text))
+    plain, small = (unescape(re.sub(r"<[^>]+>", "", t)) for t in (plain, small))
+    return (len(plain) * FONT["size"] + len(small) * RAW_FONT_PX) * CHAR_PX + 12
+
+
+def place_labels(
+    bands: list[dict[str, Any]], span: tuple[float, float], width_px: float = PLOT_WIDTH_PX
+) -> list[tuple[int, float] | None]:
+    """(row, x of the label's left edge) for each band's label, or None where none has room.
+
+    A label starts at its band and runs right; near the right edge it ends there instead, and
+    a label wider than the chart starts at the left edge. It takes the first of LABEL_ROWS
+    rows where it meets no label already placed.
+    """
+    lo, hi = span
+    per_px = max(hi - lo, 1e-9) / width_px
+    gap = 6 * per_px
+    rows: list[list[tuple[float, float]]] = [[] for _ in range(LABEL_ROWS)]
+    placed: list[tuple[int, float] | None] = []
+    for band in bands:
+        width = label_width_px(band_text(band)) * per_px
+        x0 = max(lo, min(band["x0"], hi - width))
+        slot = None
+        for index, taken in enumerate(rows):
+            if all(x0 + width + gap <= a or b + gap <= x0 for a, b in taken):
+                taken.append((x0, x0 + width))
+                slot = (index, x0)
+                break
+        placed.append(slot)
+    return placed
 
 
 def fault_bands(result: dict[str, Any], start: float) -> list[dict[str, Any]]:
-    """Faults as time bands: a pause lasts until its resume; an instant fault gets 50 ms."""
+    """Faults as time bands: a pause lasts until its resume; an instant fault gets 50 ms.
+
+    Each band has the room's words (`label`), the engine's names (`raw`, small type), and
+    `fold`: equal for repeats of one fault, which fold_bands merges.
+    """
     bands = []
     paused_at: dict[str, float] = {}
     for fault in result.get("faults", []):
@@ -463,14 +594,8 @@ def fault_bands(result: dict[str, Any], start: float) -> list[dict[str, Any]]:
             paused_at[str(fault.get("target"))] = t
             continue
         if kind == "resume" and str(fault.get("target")) in paused_at:
-            bands.append(
-                {
-                    "x0": paused_at.pop(str(fault["target"])),
-                    "x1": t,
-                    "label": f"{fault['target']} paused",
-                    "colour": "#f9a825",
-                }
-            )
+            target = str(fault["target"])
+            bands.append(band(paused_at.pop(target), t, f"{target} frozen", "#f9a825", "pause"))
             continue
         if kind in (
             "rules_cleared",
@@ -483,16 +608,38 @@ def fault_bands(result: dict[str, Any], start: float) -> list[dict[str, Any]]:
         if kind in ("elr", "broker-log", "offsets"):
             continue  # evidence read from Kafka's tools and logs, listed with the evidence
         duration = float(fault.get("duration_s") or 0.05)
-        label = {
-            "produce_response_dropped": "ack dropped",
-            "produce_request_dropped": "request lost",
-            "offset_commit_response_dropped": "OffsetCommit answer dropped",
-            "offset_commit_request_dropped": "OffsetCommit lost",
-            "end_txn_response_dropped": "EndTxn answer dropped",
-            "end_txn_request_dropped": "EndTxn lost",
-        }.get(kind) or (nemesis_text(fault) if fault.get("source") != "proxy" else kind)
         colour = "#c62828" if kind in ("crash", "kill-leader", "kill-follower") else "#ef6c00"
-        bands.append({"x0": t, "x1": t + duration, "label": label, "colour": colour})
+        event = {**fault, "ev": "proxy" if fault.get("source") == "proxy" else "nemesis"}
+        label = BAND_WORDS.get(kind) or short_text(event) or say_fault(kind).words
+        bands.append(
+            {
+                **band(t, t + duration, label, colour, fault_raw(event)),
+                "fold": fault_fold(event, label),
+                "fold_label": fold_text(event, label) if event["ev"] == "proxy" else label,
+            }
+        )
     for target, t in paused_at.items():
-        bands.append({"x0": t, "x1": t + 0.05, "label": f"{target} paused", "colour": "#f9a825"})
+        bands.append(band(t, t + 0.05, f"{target} frozen", "#f9a825", "pause"))
     return bands
+
+
+# Short words for the proxy's drops: the band sits on the chart, its request in the evidence.
+BAND_WORDS = {
+    "produce_response_dropped": "ack dropped",
+    "produce_request_dropped": "write lost on the way",
+    "offset_commit_response_dropped": "commit's answer dropped",
+    "offset_commit_request_dropped": "commit lost on the way",
+    "end_txn_response_dropped": "transaction end's answer dropped",
+    "end_txn_request_dropped": "transaction end lost on the way",
+}
+
+
+def short_text(event: dict[str, Any]) -> str | None:
+    """A fault's words for a band's label: the nemesis's short form, else the live view's."""
+    if event["ev"] == "nemesis" and event.get("kind") not in ("offsets",):
+        return nemesis_text(event, short=True)
+    return fault_text(event)
+
+
+def band(x0: float, x1: float, label: str, colour: str, raw: str = "") -> dict[str, Any]:
+    return {"x0": x0, "x1": x1, "label": label, "colour": colour, "raw": raw}
