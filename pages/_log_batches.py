@@ -7,7 +7,7 @@ import streamlit as st
 
 from engine import logs
 from engine.cluster import Cluster
-from pages._log_common import not_ready, table, topic_picker
+from pages._log_common import no_none, not_ready, table, topic_picker
 from pages._shared import show_error
 
 
@@ -74,6 +74,6 @@ def batches_tab(cluster: Cluster | None) -> None:
             for b in dump.batches
             for r in b.records
         ]
-        st.dataframe(pd.DataFrame(records), hide_index=True)
+        st.dataframe(no_none(pd.DataFrame(records)), hide_index=True)
     with st.expander("The tool's own output"):
         st.code(dump.raw or "(no output)", language=None)

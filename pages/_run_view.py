@@ -217,7 +217,7 @@ def render_verdicts(rows: list[dict[str, Any]], result: dict[str, Any], *, key: 
     kinds = sorted(verdicts["verdict"].unique())
     chosen = st.multiselect("Show verdicts", kinds, default=default_verdicts(kinds), key=key)
     shown = readable_verdicts(verdicts[verdicts["verdict"].isin(chosen)], result)
-    st.dataframe(shown, hide_index=True, width="stretch")
+    st.dataframe(verdicts_in_words(shown), hide_index=True, width="stretch")
 
 
 def default_verdicts(kinds: list[str]) -> list[str]:
@@ -239,6 +239,48 @@ def readable_verdicts(verdicts: pd.DataFrame, result: dict[str, Any]) -> pd.Data
         values = out[column] if column in out else pd.Series(None, index=out.index)
         out[title] = (pd.to_numeric(values, errors="coerce") - start).round(3)
     return out[[c for c in VERDICT_COLUMNS if c in out]]
+
+
+ACK_WORDS = {
+    "acked": "acked",
+    "failed": "failed: the producer gave up",
+    "unacked": "no answer",
+    "unsent": "never sent",
+}
+# What an empty cell means, per column: a table on a projector shows no "None".
+MISSING_WORDS = {
+    "acked (s)": "not acked",
+    "first seen (s)": "never seen",
+    "sent (s)": "never sent",
+    "latency_ms": "—",
+    "offsets": "—",
+}
+
+
+def verdicts_in_words(table: pd.DataFrame) -> pd.DataFrame:
+    """The verdict table as the room reads it: an empty cell says why it is empty (not acked,
+    never seen) or is a dash, never "None"; lists of offsets are plain text."""
+    out = table.copy().astype(object)
+    for column in out.columns:
+        out[column] = [word_cell(column, value) for value in out[column]]
+    return out
+
+
+def word_cell(column: str, value: Any) -> Any:
+    """One cell of the verdict table, in words where it would be empty or raw."""
+    if isinstance(value, list | tuple):
+        value = ", ".join(map(str, value)) or None
+    elif value is not None and not isinstance(value, str) and pd.isna(value):
+        value = None
+    if value is None or value == "":
+        return MISSING_WORDS.get(column, "—")
+    if column == "ack":
+        return ACK_WORDS.get(str(value), str(value))
+    if column == "reordered":
+        return "yes" if value is True else "—"
+    if column == "latency_ms" or column in TIME_COLUMNS.values():
+        return f"{float(value):.{0 if column == 'latency_ms' else 3}f}"
+    return value
 
 
 def render_evidence(results: dict[str, Any]) -> None:

@@ -20,6 +20,7 @@ from pages._run_view import (
     readable_verdicts,
     timeline,
     timeline_figure,
+    verdicts_in_words,
 )
 
 CLEAN = {"duplicates": 0, "lost": 0, "reordered": 0, "aborted_visible": 0}
@@ -237,3 +238,47 @@ def test_labels_that_cannot_fit_are_left_for_the_line_below_not_drawn_over_each_
     figure, unlabelled = timeline([], crowded, [])
     assert overlaps(label_boxes(figure)) == 0
     assert unlabelled  # twelve long labels in 0.1 s: some are said below the chart
+
+
+def test_the_verdict_table_shows_no_none_cell():
+    rows = pd.DataFrame(
+        [
+            {
+                "id": 7,
+                "verdict": "lost",
+                "copies": 0,
+                "offsets": [],
+                "ack": "unacked",
+                "sent_at": 1000.25,
+                "acked_at": None,
+                "consumed_at": None,
+                "latency_ms": None,
+                "reordered": False,
+                "aborted_copies": 0,
+            },
+            {
+                "id": 8,
+                "verdict": "duplicated",
+                "copies": 2,
+                "offsets": ["0:6", "0:10"],
+                "ack": "acked",
+                "sent_at": 1000.5,
+                "acked_at": 1000.75,
+                "consumed_at": 1001.0,
+                "latency_ms": 500.4,
+                "reordered": True,
+                "aborted_copies": 0,
+            },
+        ]
+    )
+    shown = verdicts_in_words(readable_verdicts(rows, {"started_at": 1000.0}))
+    cells = [str(v) for v in shown.to_numpy().ravel()]
+    assert not any(c in ("None", "nan", "NaN", "<NA>", "[]") for c in cells), cells
+    lost, duplicated = shown.to_dict("records")
+    assert (lost["acked (s)"], lost["first seen (s)"], lost["ack"]) == (
+        "not acked",
+        "never seen",
+        "no answer",
+    )
+    assert lost["offsets"] == "—" and duplicated["offsets"] == "0:6, 0:10"
+    assert duplicated["sent (s)"] == "0.500" and duplicated["latency_ms"] == "500"
