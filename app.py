@@ -14,10 +14,17 @@ from pages.cluster_panel import render_cluster_panel
 st.set_page_config(page_title="Kafka failure lab", page_icon="🧪", layout="wide")
 mark_app_ran()
 # A card's label wraps rather than ending in "…": at 150% zoom four levels side by side leave
-# each card little room, and "Delive…" teaches nothing.
+# each card little room, and "Delive…" teaches nothing. It wraps between words only
+# ("Delivere d" teaches nothing either), and shrinks with the window to fit one word a line;
+# a column's title does the same.
 st.markdown(
     "<style>[data-testid='stMetricLabel'] * {white-space: normal !important; "
-    "overflow: visible !important; text-overflow: clip !important;}</style>",
+    "overflow: visible !important; text-overflow: clip !important; word-break: normal "
+    "!important; overflow-wrap: normal !important; hyphens: none !important;}"
+    "[data-testid='stMetricLabel'] p {font-size: clamp(0.75rem, 0.85vw, 0.875rem) !important;}"
+    "[data-testid='stColumn'] h3 {font-size: clamp(1.05rem, 1.45vw, 1.5rem) !important; "
+    "word-break: normal !important; overflow-wrap: normal !important; hyphens: none;}"
+    "</style>",
     unsafe_allow_html=True,
 )
 

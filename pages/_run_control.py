@@ -22,6 +22,7 @@ from engine.runner import new_run_id, run_scenario, schedule_of
 from engine.scenario import Scenario
 from pages._follow import Broadcast, proxy_start, room_feed
 from pages._live_view import LiveView
+from pages._presenter import presenter_on
 from pages._roles import require_presenter
 from pages._shared import ClusterService, show_error
 
@@ -166,7 +167,14 @@ def run_live(
             view.draw(watch.poll(), "Drawing the results", job.stages)
             show(output["run_id"])
         # Folded: the results below tell the same story, and the room needs the screen.
-        status.update(label=f"Done: run {output['run_id']}", state="complete", expanded=False)
+        # The run id is for the engineer's screen (the tests and benchmarks read it there);
+        # the projector gets the room's words.
+        done = (
+            "Done: every message judged; the results follow"
+            if presenter_on()
+            else f"Done: run {output['run_id']}"
+        )
+        status.update(label=done, state="complete", expanded=False)
         room_feed().presenter_drew(output["run_id"])  # the room draws it now, after this page
         return output
     except Exception as exc:

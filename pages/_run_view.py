@@ -13,6 +13,7 @@ from typing import Any
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
+import streamlit.components.v1 as components
 
 from engine.checker import LATENCY_DEFINITION
 from engine.live import fault_fold, fault_raw, fault_text, fold_text, nemesis_text
@@ -44,36 +45,73 @@ FONT = {"size": 16}  # read from the back of a room, on a projector
 LABEL_ROWS = 5  # rows of fault labels above the timeline: a label takes the first with room
 
 
-def render_run(run: dict[str, Any], *, presenter: bool | None = None) -> None:
-    """The run's counts, evidence, timeline and verdicts; presenter mode opens on the verdicts.
+def render_run(
+    run: dict[str, Any], *, presenter: bool | None = None, scroll: bool | None = None
+) -> None:
+    """The run's verdict cards, evidence, counts and timeline, the key numbers first.
 
-    In presenter mode the first screen holds one card per level with the numbers its scenario
-    teaches and a one-sentence verdict, then the timeline; the full counts follow.
+    The first screen holds one card per level with the numbers its scenario teaches and a
+    one-sentence verdict (the "why"); the page is brought there once per run. In presenter
+    mode the timeline follows the cards and no run id or topic name is shown. A page that
+    sets the layout itself (`presenter` given: the Lesson, which scrolls to its own
+    explanation) is not scrolled unless it asks (`scroll`).
     """
     meta, stored = run["meta"], run["result"]["results"]
     # Show the levels in the order they were run (the saved JSON's keys are sorted).
     order = [lv for lv in meta.get("levels", []) if lv in stored]
     results = {lv: stored[lv] for lv in order + sorted(set(stored) - set(order))}
-    if meta.get("status") == "failed":
-        st.error(f"This run failed: {meta.get('reason')}", icon="⚠️")
-    for level, why in (meta.get("not_run") or {}).items():
-        st.error(f"{level} was not run: {why}", icon="⚠️")
-    if not results:
-        st.info("This run recorded no results.")
-        return
-    st.caption(f"Run `{meta['run_id']}` · scenario **{meta['scenario']}** · {', '.join(results)}")
+    if scroll is None:
+        scroll = presenter is None
     if presenter is None:
         presenter = presenter_on()
-    if presenter:
+    with st.container(key=RESULTS_KEY):
+        if meta.get("status") == "failed":
+            st.error(f"This run failed: {meta.get('reason')}", icon="⚠️")
+        for level, why in (meta.get("not_run") or {}).items():
+            st.error(f"{level} was not run: {why}", icon="⚠️")
+        if not results:
+            st.info("This run recorded no results.")
+            return
+        run_words = f"scenario **{meta['scenario']}** · {', '.join(results)}"
+        # The run id is for engineers (Replay, the command line); the projector has no use for it.
+        st.caption(run_words if presenter else f"{run_words} · run `{meta['run_id']}`")
         teaches = ((run.get("config") or {}).get("scenario") or {}).get("teaches") or {}
         render_verdict_cards(results, teaches)
-        render_timeline(run, results)
-        render_count_cards(results)
-        render_evidence(results)
-    else:
-        render_count_cards(results)
-        render_evidence(results)
-        render_timeline(run, results)
+        if presenter:
+            render_timeline(run, results)
+            render_count_cards(results, presenter=True)
+            render_evidence(results)
+        else:
+            render_evidence(results)
+            render_count_cards(results)
+            render_timeline(run, results)
+    if scroll:
+        bring_to_first_screen(str(meta["run_id"]))
+
+
+RESULTS_KEY = "lab_results"  # the results' container: .st-key-lab_results in the page
+SCROLLED = "lab_results_scrolled"  # the runs whose results were brought into view already
+SCROLL_SCRIPT = """<script>
+// Bring the run's results to the top of the screen once they are in the page (they may be
+// drawn a moment after this frame), and again as the live view above folds away.
+const settle = [0, 300, 800, 1500];
+(function bring(tries) {
+  const results = window.parent.document.querySelector(".st-key-%s");
+  if (!results) { if (tries > 0) setTimeout(() => bring(tries - 1), 100); return; }
+  for (const ms of settle) {
+    setTimeout(() => results.scrollIntoView({block: "start", behavior: "instant"}), ms);
+  }
+})(30);
+</script>"""
+
+
+def bring_to_first_screen(run_id: str) -> None:
+    """Scroll the page to the results' top, once per run, so the key numbers are on screen."""
+    done: set[str] = st.session_state.setdefault(SCROLLED, set())
+    if run_id in done:
+        return
+    done.add(run_id)
+    components.html(SCROLL_SCRIPT % RESULTS_KEY, height=0)
 
 
 def render_timeline(run: dict[str, Any], results: dict[str, Any]) -> None:
@@ -127,6 +165,12 @@ def level_heading(level: str, result: dict[str, Any]) -> str:
     return f"{level}: {result['label']}" if result.get("label") else level
 
 
+def level_heading_html(level: str, result: dict[str, Any]) -> str:
+    """The same, with the name in one piece: "idempotency-key" never breaks at its hyphen."""
+    name = f"<span class='lab-name'>{escape(level)}</span>"
+    return f"{name}: {escape(result['label'])}" if result.get("label") else name
+
+
 def render_verdict_cards(results: dict[str, Any], teaches: dict[str, Any]) -> None:
     """One card per level: the numbers the scenario teaches, large, and the verdict in words."""
     columns = st.columns(len(results), border=True)
@@ -144,7 +188,7 @@ def render_verdict_cards(results: dict[str, Any], teaches: dict[str, Any]) -> No
         with column:
             st.markdown(
                 f"<div class='lab-card'><div class='lab-level'>"
-                f"{escape(level_heading(level, result))}</div>"
+                f"{level_heading_html(level, result)}</div>"
                 f"<div class='lab-counts'>{''.join(cells)}</div>"
                 f"<div class='lab-verdict'>{escape(verdict)}</div></div>",
                 unsafe_allow_html=True,
@@ -152,26 +196,36 @@ def render_verdict_cards(results: dict[str, Any], teaches: dict[str, Any]) -> No
     st.markdown(CARD_STYLE, unsafe_allow_html=True)
 
 
+# Words break only between words, at any zoom: titles and labels shrink with the window
+# (vw) instead, down to a floor, and a level's name stays in one piece.
 CARD_STYLE = """<style>
-.lab-level { font-size: 1.6rem; font-weight: 700; }
-.lab-counts { display: grid; grid-template-columns: repeat(auto-fit, minmax(3.4rem, 1fr));
+.lab-card, .lab-card * { word-break: normal; overflow-wrap: normal; hyphens: none; }
+.lab-level { font-size: clamp(1.05rem, 1.5vw, 1.6rem); font-weight: 700; line-height: 1.25; }
+.lab-name { white-space: nowrap; }
+.lab-counts { display: grid; grid-template-columns: repeat(auto-fit, minmax(4.6rem, 1fr));
   gap: 0.3rem 0.8rem; margin: 0.2rem 0 0.4rem 0; }
-.lab-number { font-size: 2.8rem; font-weight: 700; line-height: 1.1; }
+.lab-count { min-width: 0; }
+.lab-number { font-size: clamp(1.7rem, 2.4vw, 2.8rem); font-weight: 700; line-height: 1.1;
+  white-space: nowrap; }
 .lab-alarm { color: #c62828; }
-.lab-label { font-size: 0.95rem; line-height: 1.2; }
-.lab-verdict { font-size: 1.3rem; line-height: 1.35; }
+.lab-label { font-size: clamp(0.8rem, 0.9vw, 0.95rem); line-height: 1.2; }
+.lab-verdict { font-size: clamp(1rem, 1.2vw, 1.3rem); line-height: 1.35; }
 </style>"""
 
 
-def render_count_cards(results: dict[str, Any]) -> None:
-    """Every count of every level, side by side, with what explains them."""
+def render_count_cards(results: dict[str, Any], *, presenter: bool = False) -> None:
+    """Every count of every level, side by side, with what explains them.
+
+    The topic a level reads is named in the hover help, and not at all on the projector.
+    """
     columns = st.columns(len(results))
     for column, (level, result) in zip(columns, results.items(), strict=True):
         with column, st.container(border=True):
             st.subheader(level_heading(level, result))
             if headline := (result.get("explain") or {}).get("headline"):
                 st.markdown(f"**{headline}**")
-            st.caption(f"reads `{result['sink_topic']}` at **{result['isolation']}**")
+            topic = None if presenter else f"The topic it reads: `{result['sink_topic']}`"
+            st.caption(f"reads at **{result['isolation']}**", help=topic)
             left, right = st.columns(2)
             for i, (key, label, helptext) in enumerate(COUNTS):
                 (left if i % 2 == 0 else right).metric(label, result[key], help=helptext)
