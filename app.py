@@ -21,7 +21,9 @@ st.markdown(
     "<style>[data-testid='stMetricLabel'] * {white-space: normal !important; "
     "overflow: visible !important; text-overflow: clip !important; word-break: normal "
     "!important; overflow-wrap: normal !important; hyphens: none !important;}"
-    "[data-testid='stMetricLabel'] p {font-size: clamp(0.75rem, 0.85vw, 0.875rem) !important;}"
+    "[data-testid='stMetricLabel'] {flex-wrap: wrap;}"  # the (?) moves under a long word
+    "[data-testid='stMetricLabel'] > div {min-width: 0; max-width: 100%;}"
+    "[data-testid='stMetricLabel'] p {font-size: clamp(0.72rem, 0.85vw, 0.875rem) !important;}"
     "[data-testid='stColumn'] h3 {font-size: clamp(1.05rem, 1.45vw, 1.5rem) !important; "
     "word-break: normal !important; overflow-wrap: normal !important; hyphens: none;}"
     "</style>",

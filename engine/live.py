@@ -231,7 +231,7 @@ def nemesis_text(event: dict[str, Any], *, short: bool = False) -> str:
         "broker-log": f"node {event.get('node')} logged: {event.get('line')}",
         "pause-follower": f"follower node {event.get('node')} frozen (the leader is node "
         f"{event.get('leader')}; {controller_words(event)})",
-        "resume-nodes": f"node(s) {nodes} resumed",
+        "resume-nodes": f"{nodes_words(event.get('nodes'))} resumed",
         "restart-nodes": f"node(s) {nodes} restarted",
         "supervisor-restart": f"{target} exited on its own; the application's supervisor "
         "starts a new instance",

@@ -7,6 +7,7 @@ the names they write, so a new event without words fails there.
 
     say_event("commit_gap").text()   -> "outputs and input offsets out of step (commit_gap)"
     say_error("_FATAL", reason).html() -> "fenced: a newer instance ... <small>...</small>"
+    say_error("NOT_LEADER_OR_FOLLOWER").markdown() -> "asked the wrong broker: ... :small[`...`]"
     point_words("after txn_flushed #3") -> "after its 3rd transaction's records were written"
 """
 
@@ -130,7 +131,7 @@ ERROR_WORDS: dict[str, str] = {
     "FENCED_INSTANCE_ID": "fenced: a newer member with the same instance id joined the group",
     "_FATAL": "stopped for good: the client library cannot go on",
     "NOT_LEADER_OR_FOLLOWER": "asked the wrong broker: the partition's leader moved",
-    "REQUEST_TIMED_OUT": "the broker did not answer in time",
+    "REQUEST_TIMED_OUT": "the broker timed out (for a write: waiting for its replicas)",
     "_TIMED_OUT": "timed out waiting for the broker",
     "_MSG_TIMED_OUT": "gave up: no ack before the delivery timeout",
     "NOT_ENOUGH_REPLICAS": "too few in-sync replicas",
@@ -197,6 +198,11 @@ class Said:
         """HTML for st.markdown(unsafe_allow_html=True): the raw name small and grey."""
         raw = f" <small style='color:#757575'><code>{escape(self.raw)}</code></small>"
         return escape(self.words) + (raw if self.raw and self.raw != self.words else "")
+
+    def markdown(self) -> str:
+        """Streamlit markdown (st.markdown, no HTML needed): the raw name in small code type."""
+        raw = f" :small[`{self.raw}`]"
+        return self.words + (raw if self.raw and self.raw != self.words else "")
 
     def plotly(self) -> str:
         """Plotly's text markup (a subset of HTML): the raw name small and grey."""

@@ -199,7 +199,10 @@ def render_verdict_cards(results: dict[str, Any], teaches: dict[str, Any]) -> No
 # Words break only between words, at any zoom: titles and labels shrink with the window
 # (vw) instead, down to a floor, and a level's name stays in one piece.
 CARD_STYLE = """<style>
+/* Brought into view below Streamlit's header bar (hidden on the projector), not under it. */
+.st-key-lab_results { scroll-margin-top: 4.5rem; }
 .lab-card, .lab-card * { word-break: normal; overflow-wrap: normal; hyphens: none; }
+.lab-card { padding-bottom: 0.4rem; }
 .lab-level { font-size: clamp(1.05rem, 1.5vw, 1.6rem); font-weight: 700; line-height: 1.25; }
 .lab-name { white-space: nowrap; }
 .lab-counts { display: grid; grid-template-columns: repeat(auto-fit, minmax(4.6rem, 1fr));

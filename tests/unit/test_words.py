@@ -123,7 +123,7 @@ def test_every_proxy_event_has_words():
         ),
         ("_FATAL", "Fatal error: something else", "stopped for good"),
         ("NOT_LEADER_OR_FOLLOWER", None, "leader moved"),
-        ("REQUEST_TIMED_OUT", None, "did not answer in time"),
+        ("REQUEST_TIMED_OUT", None, "timed out"),
         ("INVALID_PRODUCER_EPOCH", None, "fenced"),
         ("SOME_NEW_CODE", None, "some new code"),
     ],
@@ -148,5 +148,6 @@ def test_the_raw_name_follows_in_small_type():
     assert said.text() == "outputs and input offsets out of step (commit_gap)"
     assert "<small" in said.html() and "commit_gap" in said.html()
     assert "font-size" in said.plotly()
+    assert said.markdown().endswith(":small[`commit_gap`]")
     assert words.Said("x", "x").text() == "x"  # no name twice
     assert words.nodes_words([]) == "none" and words.nodes_words([1, 3]) == "nodes 1 and 3"
