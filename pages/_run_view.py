@@ -92,8 +92,8 @@ def render_run(
 RESULTS_KEY = "lab_results"  # the results' container: .st-key-lab_results in the page
 SCROLLED = "lab_results_scrolled"  # the runs whose results were brought into view already
 SCROLL_SCRIPT = """<script>
-// Bring the run's results to the top of the screen once they are in the page (they may be
-// drawn a moment after this frame), and again as the live view above folds away.
+// Bring a block (the run's results, its live view) to the top of the screen once it is in
+// the page (it may be drawn a moment after this frame), and again as the page above settles.
 const settle = [0, 300, 800, 1500];
 (function bring(tries) {
   const results = window.parent.document.querySelector(".st-key-%s");
@@ -111,7 +111,16 @@ def bring_to_first_screen(run_id: str) -> None:
     if run_id in done:
         return
     done.add(run_id)
-    components.html(SCROLL_SCRIPT % RESULTS_KEY, height=0)
+    scroll_to_key(RESULTS_KEY)
+
+
+def scroll_to_key(key: str) -> None:
+    """Scroll the page so that the block drawn with `st.container(key=key)` is at the top.
+
+    Streamlit has no scrolling call; a zero-height component's script (same origin) scrolls
+    its parent page. The block's CSS gives it room below Streamlit's header bar.
+    """
+    components.html(SCROLL_SCRIPT % key, height=0)
 
 
 def render_timeline(run: dict[str, Any], results: dict[str, Any]) -> None:
@@ -200,7 +209,7 @@ def render_verdict_cards(results: dict[str, Any], teaches: dict[str, Any]) -> No
 # (vw) instead, down to a floor, and a level's name stays in one piece.
 CARD_STYLE = """<style>
 /* Brought into view below Streamlit's header bar (hidden on the projector), not under it. */
-.st-key-lab_results { scroll-margin-top: 4.5rem; }
+.st-key-lab_results, .st-key-lab_live { scroll-margin-top: 4.5rem; }
 .lab-card, .lab-card * { word-break: normal; overflow-wrap: normal; hyphens: none; }
 .lab-card { padding-bottom: 0.4rem; }
 .lab-level { font-size: clamp(1.05rem, 1.5vw, 1.6rem); font-weight: 700; line-height: 1.25; }
