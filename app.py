@@ -17,10 +17,19 @@ mark_app_ran()
 # Once per server process: end what a crashed dashboard left running, mark its runs interrupted.
 st.cache_resource(show_spinner=False)(recover)()
 # A card's label wraps rather than ending in "…": at 150% zoom four levels side by side leave
-# each card little room, and "Delive…" teaches nothing.
+# each card little room, and "Delive…" teaches nothing. It wraps between words only
+# ("Delivere d" teaches nothing either), and shrinks with the window to fit one word a line;
+# a column's title does the same.
 st.markdown(
     "<style>[data-testid='stMetricLabel'] * {white-space: normal !important; "
-    "overflow: visible !important; text-overflow: clip !important;}</style>",
+    "overflow: visible !important; text-overflow: clip !important; word-break: normal "
+    "!important; overflow-wrap: normal !important; hyphens: none !important;}"
+    "[data-testid='stMetricLabel'] {flex-wrap: wrap;}"  # the (?) moves under a long word
+    "[data-testid='stMetricLabel'] > div {min-width: 0; max-width: 100%;}"
+    "[data-testid='stMetricLabel'] p {font-size: clamp(0.72rem, 0.85vw, 0.875rem) !important;}"
+    "[data-testid='stColumn'] h3 {font-size: clamp(1.05rem, 1.45vw, 1.5rem) !important; "
+    "word-break: normal !important; overflow-wrap: normal !important; hyphens: none;}"
+    "</style>",
     unsafe_allow_html=True,
 )
 

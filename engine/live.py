@@ -20,6 +20,7 @@ from typing import Any
 
 from engine.explain import controller_words, id_ranges
 from engine.history import Tail
+from engine.words import error_words, fault_words, nodes_words, point_words
 
 # The per-process files; history.jsonl (written at the end, every event merged) and
 # outbox.jsonl (the producer's application record) would count events twice.
@@ -39,9 +40,10 @@ def proxy_text(event: dict[str, Any]) -> str | None:
     """A proxy event in words, naming the request by Kafka's own correlation id."""
     kind, cid = str(event.get("kind")), event.get("correlation_id")
     if kind == "produce_error":
+        request = f" (request {cid})" if cid is not None else ""
         return (
-            f"node {event.get('node')} answered the Produce request with correlation id {cid} "
-            f"with {event.get('error')}"
+            f"node {event.get('node')} refused a write{request}: "
+            f"{error_words(str(event.get('error') or ''), event.get('reason'))}"
         )
     if cid is None or kind not in PROXY_WORDS:
         return PROXY_WORDS.get(kind)
@@ -54,12 +56,76 @@ def proxy_text(event: dict[str, Any]) -> str | None:
     return f"{PROXY_WORDS[kind]} (correlation id {cid}){held}"
 
 
+def fault_raw(event: dict[str, Any]) -> str:
+    """The engine's own names behind a fault line, for small type: the kind, the error code,
+    the fault point ("crash · after commit_gap #2", "produce_error · NOT_ENOUGH_REPLICAS")."""
+    ev = str(event.get("ev") or "")
+    name = str(event.get("kind")) if ev in ("nemesis", "proxy") else ev
+    parts = [name, str(event.get("error") or ""), str(event.get("point") or "")]
+    return " · ".join(p for p in parts if p)
+
+
+def fault_fold(event: dict[str, Any], text: str) -> str:
+    """What makes two fault lines "the same again": a node refusing writes with the same
+    error, whatever the request; otherwise the line itself. Repeats fold into one, counted."""
+    if event.get("ev") == "proxy" and event.get("kind") == "produce_error":
+        return f"produce_error:{event.get('node')}:{event.get('error')}"
+    if event.get("ev") == "proxy" and event.get("kind") in PROXY_WORDS:
+        return f"proxy:{event.get('kind')}"
+    return text
+
+
+def fold_text(event: dict[str, Any], text: str) -> str:
+    """The words of a folded run of repeats: without the one request's correlation id."""
+    kind = event.get("kind")
+    if event.get("ev") == "proxy" and kind == "produce_error":
+        return (
+            f"node {event.get('node')} refused writes: "
+            f"{error_words(str(event.get('error') or ''), event.get('reason'))}"
+        )
+    if event.get("ev") == "proxy" and kind in PROXY_WORDS:
+        return PROXY_WORDS[str(kind)]
+    return text
+
+
 @dataclass(frozen=True)
 class FaultLine:
     """A fault or a client's reaction to one, in words, at the moment the history gives."""
 
     t: float  # epoch seconds, as recorded
     text: str
+    raw: str = ""  # the engine's names (kind, error code, fault point), for small type
+    fold: str = ""  # equal for repeats of one fault (engine.live.fold_faults)
+    fold_text: str = ""  # the words of a folded run of repeats
+
+
+@dataclass(frozen=True)
+class FoldedFault:
+    """A run of repeated fault lines, drawn once: its first and last moment, and how many."""
+
+    t: float
+    last_t: float
+    text: str
+    raw: str
+    count: int
+
+
+def fold_faults(lines: list[FaultLine] | tuple[FaultLine, ...]) -> list[FoldedFault]:
+    """Consecutive repeats of one fault (dozens of refused writes while the ISR is short) as
+    one line with a count; any other line in between starts a new run."""
+    folded: list[FoldedFault] = []
+    keys: list[str] = []
+    for line in lines:
+        key = line.fold or line.text
+        if keys and keys[-1] == key:
+            last = folded[-1]
+            folded[-1] = FoldedFault(
+                last.t, line.t, line.fold_text or last.text, last.raw, last.count + 1
+            )
+        else:
+            folded.append(FoldedFault(line.t, line.t, line.text, line.raw, 1))
+            keys.append(key)
+    return folded
 
 
 @dataclass(frozen=True)
@@ -93,30 +159,52 @@ def fault_text(event: dict[str, Any]) -> str | None:
         return nemesis_text(event)
     if ev == "proxy":
         return proxy_text(event)
+    said = error_words(str(event.get("error") or ""), event.get("reason"))
     if ev == "fenced":
         by = f" by the {event['by']}" if event.get("by") else ""
-        return f"{proc} fenced{by}: {event.get('error')}"
+        # "fenced: a newer instance ..." would say fenced twice
+        return f"{proc} fenced{by}: {said.removeprefix('fenced: ')}"
     if ev == "error" and proc.split("#")[0] == "processor":  # it stopped: the room must see it
-        return f"{proc} stopped on an error: {event.get('error')}"
+        return f"{proc} stopped on an error: {said}"
     if ev == "commit_rejected":
-        return f"{proc}'s commit rejected: {event.get('error')}"
+        return f"{proc}'s offset commit refused: {said}"
     if ev == "txn_abort" and event.get("error"):
-        return f"{proc} aborted its transaction: {event.get('error')}"
+        return f"{proc} aborted its transaction: {said}"
     if ev == "txn_abort":
-        return f"{proc} aborted transaction {event.get('txn')} (on purpose)"
+        which = f" {event['txn']}" if event.get("txn") is not None else ""
+        return f"{proc} aborted its transaction{which} (on purpose)"
     if ev == "start" and "#" in proc:
         return f"{proc} started (a replacement)"
     return None
 
 
-def nemesis_text(event: dict[str, Any]) -> str:
-    """The nemesis's record of what it did, in the words the room reads."""
+def fault_line(event: dict[str, Any]) -> FaultLine | None:
+    """A fault event as a line to draw: its words, its raw names and what folds it."""
+    text = fault_text(event)
+    if text is None:
+        return None
+    raw = fault_raw(event) if event.get("ev") != "start" else ""
+    t = float(event.get("t", 0.0))
+    return FaultLine(t, text, raw, fault_fold(event, text), fold_text(event, text))
+
+
+def nemesis_text(event: dict[str, Any], *, short: bool = False) -> str:
+    """The nemesis's record of what it did, in the words the room reads; `short` for a chart's
+    label (the fault point briefly, without the batch in hand)."""
     kind, target = event.get("kind"), event.get("target")
-    point = f" {event['point']}" if event.get("point") else ""
+    point = f" {point_words(str(event['point']), short=short)}" if event.get("point") else ""
     at = event.get("at") or {}
-    if point and at.get("ids"):  # where the fault point stopped it: the batch in hand
-        point += f" (batch {at.get('batch')}, ids {id_ranges(at['ids'])})"
+    if point and at.get("ids") and not short:  # where the fault point stopped it: the batch in hand
+        held = [f"ids {id_ranges(at['ids'])}"]
+        if at.get("batch") is not None:
+            held.insert(0, f"batch {at['batch']}")
+        elif at.get("txn") is not None:
+            held.insert(0, f"transaction {at['txn']}")
+        state = f": {at['state']}" if at.get("state") else ""  # what was done, what was not
+        point += f" ({', '.join(held)}{state})"
     nodes = ", ".join(str(n) for n in event.get("nodes") or []) or "none"
+    if short and (brief := SHORT_NEMESIS.get(str(kind))) is not None:
+        return brief(event)
     words = {
         "crash": f"{target} killed (SIGKILL){point}",
         "pause": f"{target} frozen (SIGSTOP){point}",
@@ -143,14 +231,27 @@ def nemesis_text(event: dict[str, Any]) -> str:
         "broker-log": f"node {event.get('node')} logged: {event.get('line')}",
         "pause-follower": f"follower node {event.get('node')} frozen (the leader is node "
         f"{event.get('leader')}; {controller_words(event)})",
-        "resume-nodes": f"node(s) {nodes} resumed",
+        "resume-nodes": f"{nodes_words(event.get('nodes'))} resumed",
         "restart-nodes": f"node(s) {nodes} restarted",
         "supervisor-restart": f"{target} exited on its own; the application's supervisor "
         "starts a new instance",
         "fault-not-reached": f"{event.get('fault')} of {target} never fired "
         f"({event.get('point')}): the clients finished first",
     }
-    return words.get(str(kind), f"{kind} {target or ''}".strip())
+    return words.get(str(kind), f"{target or ''} {fault_words(str(kind))}".strip())
+
+
+# A chart's label for the nemesis records whose full words run long; the rest are short already.
+SHORT_NEMESIS = {
+    "pause-follower": lambda e: f"follower node {e.get('node')} frozen",
+    "kill-follower": lambda e: f"follower node {e.get('node')} killed",
+    "kill-node": lambda e: f"broker node {e.get('node')} killed",
+    "isr": lambda e: f"in sync now: {nodes_words(e.get('isr'))}",
+    "wipe-partition": lambda e: f"node {e.get('node')}'s copy deleted (a lost disk)",
+    "supervisor-restart": lambda e: f"{e.get('target')} restarted by its supervisor",
+    "fault-not-reached": lambda e: f"{e.get('fault')} of {e.get('target')} never fired",
+    "restart-failed": lambda e: f"node {e.get('node')} did not come back",
+}
 
 
 def offsets_text(event: dict[str, Any]) -> str | None:
@@ -164,11 +265,11 @@ def offsets_text(event: dict[str, Any]) -> str | None:
 
 def isr_text(event: dict[str, Any]) -> str:
     if (event.get("leader") or 0) < 0:
-        return f"no leader: the partition is offline (ISR {event.get('isr')})"
+        return f"no leader: the partition is offline (in sync: {nodes_words(event.get('isr'))})"
     hw = event.get("high_watermark")
     return (
-        f"ISR now {event.get('isr')} (leader node {event.get('leader')}, high watermark "
-        f"{'not read' if hw is None else hw})"
+        f"in-sync replicas now {nodes_words(event.get('isr'))} (leader node "
+        f"{event.get('leader')}, high watermark {'not read' if hw is None else hw})"
     )
 
 
@@ -177,8 +278,9 @@ def elr_text(event: dict[str, Any]) -> str:
     leader = event.get("leader")
     who = f"leader node {leader}" if (leader or 0) >= 0 else "no leader"
     return (
-        f"kafka-topics --describe: {who}, ISR {event.get('isr')}, ELR {event.get('elr')}, "
-        f"last known ELR {event.get('last_known_elr')}"
+        f"kafka-topics --describe: {who}; in sync: {nodes_words(event.get('isr'))}; "
+        f"eligible to lead: {nodes_words(event.get('elr'))}; last known eligible: "
+        f"{nodes_words(event.get('last_known_elr'))}"
     )
 
 
@@ -232,8 +334,8 @@ class LevelWatch:
         self.counts[key] = self.counts.get(key, 0) + 1
         if key == "sink:consumed" and event.get("id") is not None:
             self.ids_seen.add(int(event["id"]))
-        if (text := fault_text(event)) is not None:
-            self.faults.append(FaultLine(t, text))
+        if (line := fault_line(event)) is not None:
+            self.faults.append(line)
 
     def snapshot(self) -> LevelSnapshot:
         c = self.counts.get

@@ -14,7 +14,7 @@ import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
 
 from engine.levels import LEVELS
-from engine.live import LevelSnapshot
+from engine.live import LevelSnapshot, fold_faults
 from engine.runner import Schedule
 
 # The live view's header: how the levels share time (engine.runner.schedule_of).
@@ -26,11 +26,12 @@ SCHEDULE_WORDS: dict[Schedule, str] = {
     "one-at-a-time": "the levels run one at a time: this scenario's faults hurt the whole cluster",
 }
 
-# (snapshot field, card label, what it counts); one set per pipeline.
+# (snapshot field, card label, what it counts); one set per pipeline. Labels are short words:
+# at 150% zoom four lanes of two cards leave about 45 px a label, and a word never breaks.
 COUNTERS: dict[str, list[tuple[str, str, str]]] = {
     "producer": [
         ("sent", "Sent", "send events: ids the producer handed to the client library"),
-        ("acked", "Acknowledged", "ack events: the broker confirmed the write"),
+        ("acked", "Acked", "ack events: the broker acknowledged the write"),
         ("failed", "Failed", "fail events: the client library gave up on the id"),
         ("seen", "Seen by the sink", "consumed events of the sink, copies included"),
     ],
@@ -43,11 +44,14 @@ COUNTERS: dict[str, list[tuple[str, str, str]]] = {
     # Free play: the level's own producer writes the stream the processor reads.
     "stream": [
         ("sent", "Sent", "send events of the stream's producer"),
-        ("acked", "Acknowledged", "ack events: the broker confirmed the write"),
+        ("acked", "Acked", "ack events: the broker acknowledged the write"),
         ("outputs", "Outputs written", "output_acked events of every processor instance"),
         ("seen", "Seen by the sink", "consumed events of the sink, copies included"),
     ],
 }
+
+
+MAX_FAULT_LINES = 12  # the newest; a lane longer than the screen hides the counters' story
 
 
 def level_title(level: str) -> str:
@@ -112,10 +116,16 @@ class LiveView:
             st.markdown("*No fault has fired yet.*")
             return
         lines = []
-        for fault in snapshot.faults:
+        # Repeats of one fault (a broker refusing write after write) fold into one line.
+        for fault in fold_faults(snapshot.faults)[-MAX_FAULT_LINES:]:
             at = snapshot.since_start(fault.t)
             when = f"{at:.2f} s" if at is not None else ""
-            lines.append(f"<div>⚡ <b>{when}</b> {escape(fault.text)}</div>")
+            if fault.count > 1 and at is not None:
+                until = snapshot.since_start(fault.last_t) or 0.0
+                when = f"{at:.2f}–{until:.2f} s"
+            times = f" <b>×{fault.count}</b>" if fault.count > 1 else ""
+            raw = f" <small style='color:#757575'>{escape(fault.raw)}</small>" if fault.raw else ""
+            lines.append(f"<div>⚡ <b>{when}</b> {escape(fault.text)}{times}{raw}</div>")
         st.markdown(
             "<div style='font-size:1.15rem;line-height:1.45'>" + "".join(lines) + "</div>",
             unsafe_allow_html=True,
@@ -127,5 +137,8 @@ def summary(snapshot: LevelSnapshot, pipeline: str) -> str:
     counts = " · ".join(
         f"{label.lower()} {getattr(snapshot, field)}" for field, label, _ in COUNTERS[pipeline]
     )
-    faults = "; ".join(f.text for f in snapshot.faults) or "no fault fired"
+    faults = "; ".join(
+        f.text + (f" ×{f.count}" if f.count > 1 else "") for f in fold_faults(snapshot.faults)
+    )
+    faults = faults or "no fault fired"
     return f"**{snapshot.level}**: {counts} · {faults}"

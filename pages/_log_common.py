@@ -28,13 +28,29 @@ def table(df: pd.DataFrame, colors: dict[str, str]) -> None:
         color = colors.get(str(row["_state"]), "")
         return [f"background-color: {color}" if color else ""] * len(row)
 
-    # Whole-number columns with gaps (None) would otherwise show as floats: 2.000000.
-    for column in df.columns:
-        if df[column].dtype == float and df[column].dropna().apply(float.is_integer).all():
-            df[column] = df[column].astype("Int64")
+    df = no_none(df)
     height = min(ROW_HEIGHT * (len(df) + 1) + 3, 900)
     shown = [c for c in df.columns if c != "_state"]
     st.dataframe(df.style.apply(paint, axis=1), hide_index=True, height=height, column_order=shown)
+
+
+EMPTY = "—"  # an empty cell on the projector: a dash, never "None"
+
+
+def no_none(df: pd.DataFrame) -> pd.DataFrame:
+    """The table with every empty cell (None, NaN) shown as a dash.
+
+    Whole-number columns with gaps would otherwise show as floats (2.000000) or as "None".
+    """
+    df = df.copy()
+    for column in df.columns:
+        values = df[column]
+        if not values.isna().any() or column == "_state":
+            continue
+        if values.dtype == float and values.dropna().apply(float.is_integer).all():
+            values = values.astype("Int64")
+        df[column] = values.astype(object).where(values.notna(), EMPTY)
+    return df
 
 
 def topic_picker(cluster: Cluster, key: str) -> tuple[str, int] | None:

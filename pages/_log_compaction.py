@@ -9,7 +9,7 @@ import streamlit as st
 
 from engine import logs
 from engine.cluster import Cluster
-from pages._log_common import not_ready, table
+from pages._log_common import no_none, not_ready, table
 from pages._roles import is_presenter, require_presenter
 from pages._shared import show_error
 
@@ -229,7 +229,7 @@ def show_compaction(result: logs.CompactionResult) -> None:
     if result.after_first_clean is not None and result.tombstones_waited:
         with st.expander("After the first cleaning (tombstones still there)"):
             st.dataframe(
-                pd.DataFrame([r.to_json() for r in result.after_first_clean]),
+                no_none(pd.DataFrame([r.to_json() for r in result.after_first_clean])),
                 hide_index=True,
             )
     with st.expander("The topic's settings, as the broker reports them"):

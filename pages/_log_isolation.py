@@ -13,6 +13,7 @@ import streamlit as st
 
 from engine import logs, record
 from engine.cluster import Cluster
+from engine.live import nemesis_text
 from pages._log_common import not_ready, table, topic_picker
 from pages._roles import is_presenter, require_presenter
 from pages._room_results import not_yet, room_results
@@ -125,7 +126,7 @@ def offsets_figure(readings: list[dict[str, Any]], history: list[dict[str, Any]]
             fig.add_vline(
                 x=event["t"] - start,
                 line_dash="dot",
-                annotation_text=f"{event['kind']} {event.get('target', '')}".strip(),
+                annotation_text=nemesis_text(event, short=True),
             )
     fig.update_layout(
         height=320,

@@ -22,7 +22,9 @@ from engine.runner import new_run_id, run_scenario, schedule_of
 from engine.scenario import Scenario
 from pages._follow import Broadcast, proxy_start, room_feed
 from pages._live_view import LiveView
+from pages._presenter import presenter_on
 from pages._roles import require_presenter
+from pages._run_view import scroll_to_key
 from pages._shared import ClusterService, show_error
 
 POLL_S = 0.3  # the live view reads the history files this often
@@ -100,6 +102,10 @@ def start_run(
     return thread, job
 
 
+LIVE_KEY = "lab_live"  # the live view's block: .st-key-lab_live in the page
+LIVE_STYLE = "<style>.st-key-lab_live { scroll-margin-top: 4.5rem; }</style>"
+
+
 def run_live(
     service: ClusterService,
     scenario: Scenario,
@@ -129,7 +135,11 @@ def run_live(
             )
         # Not `with st.status(...)`: leaving the block would mark it complete before the
         # results are drawn.
-        status = st.status(f"Running {scenario.name}…", expanded=True)
+        # The live lanes at the top of the screen while the run lasts (the story and the
+        # settings above are read already); the results take their place when it ends.
+        status = st.container(key=LIVE_KEY).status(f"Running {scenario.name}…", expanded=True)
+        st.markdown(LIVE_STYLE, unsafe_allow_html=True)
+        scroll_to_key(LIVE_KEY)
         bar = status.progress(0.0)
         schedule = schedule_of(scenario, False if one_level_at_a_time() else None)
         view = LiveView(status, levels, scenario.pipeline, schedule=schedule)
@@ -166,7 +176,14 @@ def run_live(
             view.draw(watch.poll(), "Drawing the results", job.stages)
             show(output["run_id"])
         # Folded: the results below tell the same story, and the room needs the screen.
-        status.update(label=f"Done: run {output['run_id']}", state="complete", expanded=False)
+        # The run id is for the engineer's screen (the tests and benchmarks read it there);
+        # the projector gets the room's words.
+        done = (
+            "Done: every message judged; the results follow"
+            if presenter_on()
+            else f"Done: run {output['run_id']}"
+        )
+        status.update(label=done, state="complete", expanded=False)
         room_feed().presenter_drew(output["run_id"])  # the room draws it now, after this page
         return output
     except Exception as exc:

@@ -6,15 +6,18 @@ needed). Everything drawn here is read from the run's record; nothing is made up
 
 from __future__ import annotations
 
-from html import escape
+import re
+from html import escape, unescape
 from typing import Any
 
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
+import streamlit.components.v1 as components
 
 from engine.checker import LATENCY_DEFINITION
-from engine.live import nemesis_text
+from engine.live import fault_fold, fault_raw, fault_text, fold_text, nemesis_text
+from engine.words import say_fault
 from pages._presenter import presenter_on
 
 COUNTS = [
@@ -39,39 +42,85 @@ INSTANCE_COLOURS = ["#ef6c00", "#00838f", "#ad1457"]
 ANOMALY_COUNTS = ("duplicates", "lost", "reordered", "aborted_visible")
 DELIVERED_ONCE = "delivered once"
 FONT = {"size": 16}  # read from the back of a room, on a projector
-LABEL_ROWS = 5  # fault labels cycle through this many heights, so neighbours do not overlap
+LABEL_ROWS = 5  # rows of fault labels above the timeline: a label takes the first with room
 
 
-def render_run(run: dict[str, Any], *, presenter: bool | None = None) -> None:
-    """The run's counts, evidence, timeline and verdicts; presenter mode opens on the verdicts.
+def render_run(
+    run: dict[str, Any], *, presenter: bool | None = None, scroll: bool | None = None
+) -> None:
+    """The run's verdict cards, evidence, counts and timeline, the key numbers first.
 
-    In presenter mode the first screen holds one card per level with the numbers its scenario
-    teaches and a one-sentence verdict, then the timeline; the full counts follow.
+    The first screen holds one card per level with the numbers its scenario teaches and a
+    one-sentence verdict (the "why"); the page is brought there once per run. In presenter
+    mode the timeline follows the cards and no run id or topic name is shown. A page that
+    sets the layout itself (`presenter` given: the Lesson, which scrolls to its own
+    explanation) is not scrolled unless it asks (`scroll`).
     """
     meta, stored = run["meta"], run["result"]["results"]
     # Show the levels in the order they were run (the saved JSON's keys are sorted).
     order = [lv for lv in meta.get("levels", []) if lv in stored]
     results = {lv: stored[lv] for lv in order + sorted(set(stored) - set(order))}
-    if meta.get("status") == "failed":
-        st.error(f"This run failed: {meta.get('reason')}", icon="⚠️")
-    for level, why in (meta.get("not_run") or {}).items():
-        st.error(f"{level} was not run: {why}", icon="⚠️")
-    if not results:
-        st.info("This run recorded no results.")
-        return
-    st.caption(f"Run `{meta['run_id']}` · scenario **{meta['scenario']}** · {', '.join(results)}")
+    if scroll is None:
+        scroll = presenter is None
     if presenter is None:
         presenter = presenter_on()
-    if presenter:
+    with st.container(key=RESULTS_KEY):
+        if meta.get("status") == "failed":
+            st.error(f"This run failed: {meta.get('reason')}", icon="⚠️")
+        for level, why in (meta.get("not_run") or {}).items():
+            st.error(f"{level} was not run: {why}", icon="⚠️")
+        if not results:
+            st.info("This run recorded no results.")
+            return
+        run_words = f"scenario **{meta['scenario']}** · {', '.join(results)}"
+        # The run id is for engineers (Replay, the command line); the projector has no use for it.
+        st.caption(run_words if presenter else f"{run_words} · run `{meta['run_id']}`")
         teaches = ((run.get("config") or {}).get("scenario") or {}).get("teaches") or {}
         render_verdict_cards(results, teaches)
-        render_timeline(run, results)
-        render_count_cards(results)
-        render_evidence(results)
-    else:
-        render_count_cards(results)
-        render_evidence(results)
-        render_timeline(run, results)
+        if presenter:
+            render_timeline(run, results)
+            render_count_cards(results, presenter=True)
+            render_evidence(results)
+        else:
+            render_evidence(results)
+            render_count_cards(results)
+            render_timeline(run, results)
+    if scroll:
+        bring_to_first_screen(str(meta["run_id"]))
+
+
+RESULTS_KEY = "lab_results"  # the results' container: .st-key-lab_results in the page
+SCROLLED = "lab_results_scrolled"  # the runs whose results were brought into view already
+SCROLL_SCRIPT = """<script>
+// Bring a block (the run's results, its live view) to the top of the screen once it is in
+// the page (it may be drawn a moment after this frame), and again as the page above settles.
+const settle = [0, 300, 800, 1500];
+(function bring(tries) {
+  const results = window.parent.document.querySelector(".st-key-%s");
+  if (!results) { if (tries > 0) setTimeout(() => bring(tries - 1), 100); return; }
+  for (const ms of settle) {
+    setTimeout(() => results.scrollIntoView({block: "start", behavior: "instant"}), ms);
+  }
+})(30);
+</script>"""
+
+
+def bring_to_first_screen(run_id: str) -> None:
+    """Scroll the page to the results' top, once per run, so the key numbers are on screen."""
+    done: set[str] = st.session_state.setdefault(SCROLLED, set())
+    if run_id in done:
+        return
+    done.add(run_id)
+    scroll_to_key(RESULTS_KEY)
+
+
+def scroll_to_key(key: str) -> None:
+    """Scroll the page so that the block drawn with `st.container(key=key)` is at the top.
+
+    Streamlit has no scrolling call; a zero-height component's script (same origin) scrolls
+    its parent page. The block's CSS gives it room below Streamlit's header bar.
+    """
+    components.html(SCROLL_SCRIPT % key, height=0)
 
 
 def render_timeline(run: dict[str, Any], results: dict[str, Any]) -> None:
@@ -87,8 +136,16 @@ def render_timeline(run: dict[str, Any], results: dict[str, Any]) -> None:
     data = run["levels"].get(level)
     if not data:
         return
-    figure = timeline_figure(data["history"], results[level], data.get("verdicts"))
+    figure, unlabelled = timeline(data["history"], results[level], data.get("verdicts"))
     st.plotly_chart(figure, width="stretch")
+    if unlabelled:  # shaded on the chart, but no room for their words there
+        st.caption(
+            "Also on the chart, unlabelled: "
+            + "; ".join(
+                f"{b['x0']:.2f} s {b['label']}" + (f" ×{b['count']}" if b["count"] > 1 else "")
+                for b in unlabelled
+            )
+        )
     render_verdicts(data["verdicts"], results[level], key=f"v-{run_id}-{level}")
 
 
@@ -117,6 +174,12 @@ def level_heading(level: str, result: dict[str, Any]) -> str:
     return f"{level}: {result['label']}" if result.get("label") else level
 
 
+def level_heading_html(level: str, result: dict[str, Any]) -> str:
+    """The same, with the name in one piece: "idempotency-key" never breaks at its hyphen."""
+    name = f"<span class='lab-name'>{escape(level)}</span>"
+    return f"{name}: {escape(result['label'])}" if result.get("label") else name
+
+
 def render_verdict_cards(results: dict[str, Any], teaches: dict[str, Any]) -> None:
     """One card per level: the numbers the scenario teaches, large, and the verdict in words."""
     columns = st.columns(len(results), border=True)
@@ -134,7 +197,7 @@ def render_verdict_cards(results: dict[str, Any], teaches: dict[str, Any]) -> No
         with column:
             st.markdown(
                 f"<div class='lab-card'><div class='lab-level'>"
-                f"{escape(level_heading(level, result))}</div>"
+                f"{level_heading_html(level, result)}</div>"
                 f"<div class='lab-counts'>{''.join(cells)}</div>"
                 f"<div class='lab-verdict'>{escape(verdict)}</div></div>",
                 unsafe_allow_html=True,
@@ -142,26 +205,39 @@ def render_verdict_cards(results: dict[str, Any], teaches: dict[str, Any]) -> No
     st.markdown(CARD_STYLE, unsafe_allow_html=True)
 
 
+# Words break only between words, at any zoom: titles and labels shrink with the window
+# (vw) instead, down to a floor, and a level's name stays in one piece.
 CARD_STYLE = """<style>
-.lab-level { font-size: 1.6rem; font-weight: 700; }
-.lab-counts { display: grid; grid-template-columns: repeat(auto-fit, minmax(3.4rem, 1fr));
+/* Brought into view below Streamlit's header bar (hidden on the projector), not under it. */
+.st-key-lab_results, .st-key-lab_live { scroll-margin-top: 4.5rem; }
+.lab-card, .lab-card * { word-break: normal; overflow-wrap: normal; hyphens: none; }
+.lab-card { padding-bottom: 0.4rem; }
+.lab-level { font-size: clamp(1.05rem, 1.5vw, 1.6rem); font-weight: 700; line-height: 1.25; }
+.lab-name { white-space: nowrap; }
+.lab-counts { display: grid; grid-template-columns: repeat(auto-fit, minmax(4.6rem, 1fr));
   gap: 0.3rem 0.8rem; margin: 0.2rem 0 0.4rem 0; }
-.lab-number { font-size: 2.8rem; font-weight: 700; line-height: 1.1; }
+.lab-count { min-width: 0; }
+.lab-number { font-size: clamp(1.7rem, 2.4vw, 2.8rem); font-weight: 700; line-height: 1.1;
+  white-space: nowrap; }
 .lab-alarm { color: #c62828; }
-.lab-label { font-size: 0.95rem; line-height: 1.2; }
-.lab-verdict { font-size: 1.3rem; line-height: 1.35; }
+.lab-label { font-size: clamp(0.8rem, 0.9vw, 0.95rem); line-height: 1.2; }
+.lab-verdict { font-size: clamp(1rem, 1.2vw, 1.3rem); line-height: 1.35; }
 </style>"""
 
 
-def render_count_cards(results: dict[str, Any]) -> None:
-    """Every count of every level, side by side, with what explains them."""
+def render_count_cards(results: dict[str, Any], *, presenter: bool = False) -> None:
+    """Every count of every level, side by side, with what explains them.
+
+    The topic a level reads is named in the hover help, and not at all on the projector.
+    """
     columns = st.columns(len(results))
     for column, (level, result) in zip(columns, results.items(), strict=True):
         with column, st.container(border=True):
             st.subheader(level_heading(level, result))
             if headline := (result.get("explain") or {}).get("headline"):
                 st.markdown(f"**{headline}**")
-            st.caption(f"reads `{result['sink_topic']}` at **{result['isolation']}**")
+            topic = None if presenter else f"The topic it reads: `{result['sink_topic']}`"
+            st.caption(f"reads at **{result['isolation']}**", help=topic)
             left, right = st.columns(2)
             for i, (key, label, helptext) in enumerate(COUNTS):
                 (left if i % 2 == 0 else right).metric(label, result[key], help=helptext)
@@ -207,7 +283,7 @@ def render_verdicts(rows: list[dict[str, Any]], result: dict[str, Any], *, key: 
     kinds = sorted(verdicts["verdict"].unique())
     chosen = st.multiselect("Show verdicts", kinds, default=default_verdicts(kinds), key=key)
     shown = readable_verdicts(verdicts[verdicts["verdict"].isin(chosen)], result)
-    st.dataframe(shown, hide_index=True, width="stretch")
+    st.dataframe(verdicts_in_words(shown), hide_index=True, width="stretch")
 
 
 def default_verdicts(kinds: list[str]) -> list[str]:
@@ -229,6 +305,48 @@ def readable_verdicts(verdicts: pd.DataFrame, result: dict[str, Any]) -> pd.Data
         values = out[column] if column in out else pd.Series(None, index=out.index)
         out[title] = (pd.to_numeric(values, errors="coerce") - start).round(3)
     return out[[c for c in VERDICT_COLUMNS if c in out]]
+
+
+ACK_WORDS = {
+    "acked": "acked",
+    "failed": "failed: the producer gave up",
+    "unacked": "no answer",
+    "unsent": "never sent",
+}
+# What an empty cell means, per column: a table on a projector shows no "None".
+MISSING_WORDS = {
+    "acked (s)": "not acked",
+    "first seen (s)": "never seen",
+    "sent (s)": "never sent",
+    "latency_ms": "—",
+    "offsets": "—",
+}
+
+
+def verdicts_in_words(table: pd.DataFrame) -> pd.DataFrame:
+    """The verdict table as the room reads it: an empty cell says why it is empty (not acked,
+    never seen) or is a dash, never "None"; lists of offsets are plain text."""
+    out = table.copy().astype(object)
+    for column in out.columns:
+        out[column] = [word_cell(column, value) for value in out[column]]
+    return out
+
+
+def word_cell(column: str, value: Any) -> Any:
+    """One cell of the verdict table, in words where it would be empty or raw."""
+    if isinstance(value, list | tuple):
+        value = ", ".join(map(str, value)) or None
+    elif value is not None and not isinstance(value, str) and pd.isna(value):
+        value = None
+    if value is None or value == "":
+        return MISSING_WORDS.get(column, "—")
+    if column == "ack":
+        return ACK_WORDS.get(str(value), str(value))
+    if column == "reordered":
+        return "yes" if value is True else "—"
+    if column == "latency_ms" or column in TIME_COLUMNS.values():
+        return f"{float(value):.{0 if column == 'latency_ms' else 3}f}"
+    return value
 
 
 def render_evidence(results: dict[str, Any]) -> None:
@@ -257,10 +375,20 @@ def timeline_figure(
     result: dict[str, Any],
     verdicts: list[dict[str, Any]] | None = None,
 ) -> go.Figure:
-    """Each message's path over time (sent, acked, written, seen), with faults as bands.
+    """Each message's path over time (sent, acked, written, seen), with faults as bands."""
+    return timeline(history, result, verdicts)[0]
+
+
+def timeline(
+    history: list[dict[str, Any]],
+    result: dict[str, Any],
+    verdicts: list[dict[str, Any]] | None = None,
+) -> tuple[go.Figure, list[dict[str, Any]]]:
+    """The timeline, and the fault bands whose labels found no room on it (said below it).
 
     Duplicated and lost ids are marked large (from the verdicts), and the points of a second
-    instance of a role (a replacement) have their own colour.
+    instance of a role (a replacement) have their own colour. Fault labels sit in rows above
+    the plot, never over the data nor over each other.
     """
     start = result.get("started_at") or (history[0]["t"] if history else 0.0)
     figure = go.Figure()
@@ -270,19 +398,28 @@ def timeline_figure(
         named = proc.split("#")[0] in several
         figure.add_trace(point_trace(kind, proc, rows, instance_rank(proc), named=named))
     draw_anomalies(figure, history, verdicts or [], start)
-    draw_fault_bands(figure, result, start)
+    # The x axis is set, not left to autorange, so that the labels' room is known.
+    xs = [x for rows in points.values() for x, _ in rows]
+    xs += [b["x1"] for b in fault_bands(result, start)] + [0.0]
+    lo, hi = min(xs), max(max(xs), 1.0)
+    pad = 0.03 * (hi - lo)
+    span = (lo - pad, hi + pad)
+    unlabelled = draw_fault_bands(figure, result, start, span=span, above=True)
+    used = [a.yshift for a in figure.layout.annotations if a.yref == "y domain"]
+    rows_used = (max(used) - 4) // LABEL_ROW_PX + 1 if used else 0
     figure.update_layout(
-        height=520,
+        height=520 + rows_used * LABEL_ROW_PX,
         font=FONT,
-        margin={"l": 10, "r": 10, "t": 30, "b": 10},
+        margin={"l": 10, "r": 10, "t": 20 + rows_used * LABEL_ROW_PX, "b": 10},
         legend={"orientation": "h", "y": -0.2, "font": FONT},
     )
+    figure.update_xaxes(range=list(span))
     for axis, title in (
         (figure.update_xaxes, "seconds since the level started"),
         (figure.update_yaxes, "message id"),
     ):
         axis(title={"text": title, "font": {"size": 18}}, tickfont=FONT)
-    return figure
+    return figure, unlabelled
 
 
 def timeline_points(
@@ -430,31 +567,133 @@ def draw_anomalies(
 
 
 def draw_fault_bands(
-    figure: go.Figure, result: dict[str, Any], start: float, *, opacity: float = 0.18, **where: Any
-) -> None:
-    """Shade each fault of a level's result on `figure` (`where`: a subplot's row and col)."""
-    for index, band in enumerate(fault_bands(result, start)):
+    figure: go.Figure,
+    result: dict[str, Any],
+    start: float,
+    *,
+    opacity: float = 0.18,
+    span: tuple[float, float] | None = None,
+    above: bool = False,
+    **where: Any,
+) -> list[dict[str, Any]]:
+    """Shade each fault of a level's result on `figure` (`where`: a subplot's row and col).
+
+    Repeats of one fault fold into one band with a count, and each label gets a row where it
+    overlaps no other (`place_labels`), above the plot (`above`) or along its top. A label
+    that finds no row is left off the chart; those bands are returned, for a line below it.
+    """
+    bands = fold_bands(fault_bands(result, start))
+    if span is None:  # a subplot's axis is not known here: the faults' own extent
+        span = (min([0.0, *(b["x0"] for b in bands)]), max([1.0, *(b["x1"] for b in bands)]))
+    placed = place_labels(bands, span)
+    unlabelled = []
+    for band, slot in zip(bands, placed, strict=True):
         figure.add_vrect(
             x0=band["x0"],
             x1=band["x1"],
             fillcolor=band["colour"],
             opacity=opacity,
             line_width=0,
-            annotation_text=band["label"],
-            annotation_position="top left",
-            # Neighbouring labels at different heights, so they never print over each other.
-            annotation={
-                "y": 1 - 0.08 * (index % LABEL_ROWS),
-                "yanchor": "top",
-                "font": {**FONT, "color": "#212121"},
-                "bgcolor": "rgba(255,255,255,0.8)",
-            },
             **where,
         )
+        if slot is None:
+            unlabelled.append(band)
+            continue
+        row, x = slot
+        figure.add_annotation(
+            x=x,
+            xanchor="left",
+            y=1,
+            yref="y domain",
+            yanchor="bottom" if above else "top",
+            yshift=(4 + row * LABEL_ROW_PX) if above else -row * LABEL_ROW_PX,
+            text=band_text(band),
+            showarrow=False,
+            font={**FONT, "color": "#212121"},
+            bgcolor="rgba(255,255,255,0.85)",
+            **where,
+        )
+    return unlabelled
+
+
+FOLD_GAP_S = 2.0  # repeats of one fault this close together are one band
+LABEL_ROW_PX = 26  # a label row's height: 16 px type with its padding
+PLOT_WIDTH_PX = 900  # the narrowest the timeline is drawn: 150% zoom on a 1920 px screen
+CHAR_PX = 0.6  # a character's width, in font sizes: generous for the dashboard's sans serif
+RAW_FONT_PX = 11  # the raw names' small type (engine.words.Said.plotly)
+
+
+def fold_bands(bands: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Bands of one fault repeated within FOLD_GAP_S of each other merged into one, counted.
+
+    isr-shrink's producer meets dozens of refused writes while the ISR is short: one band
+    "node 2 refused writes ×60" tells the room what sixty labels hid.
+    """
+    open_by_key: dict[str, dict[str, Any]] = {}
+    out: list[dict[str, Any]] = []
+    for band in sorted(bands, key=lambda b: b["x0"]):
+        key = band.get("fold") or band["label"]
+        current = open_by_key.get(key)
+        if current is not None and band["x0"] <= current["x1"] + FOLD_GAP_S:
+            current["x1"] = max(current["x1"], band["x1"])
+            current["count"] += 1
+            current["label"] = band.get("fold_label") or current["label"]
+            continue
+        fresh = {**band, "count": 1}
+        open_by_key[key] = fresh
+        out.append(fresh)
+    return out
+
+
+def band_text(band: dict[str, Any]) -> str:
+    """A band's label in plotly's markup: the words, ×count, the raw name in small type."""
+    count = f" <b>×{band['count']}</b>" if band.get("count", 1) > 1 else ""
+    raw = band.get("raw") or ""
+    small = f" <span style='font-size:{RAW_FONT_PX}px;color:#757575'>{escape(raw)}</span>"
+    return escape(band["label"]) + count + (small if raw else "")
+
+
+def label_width_px(text: str) -> float:
+    """A label's width on screen, estimated from its plotly markup: words, then small type."""
+    plain = re.sub(r"<span[^>]*>.*?</span>", "", text)
+    small = "".join(re.findall(r"<span[^>]*>(.*?)</span>", text))
+    plain, small = (unescape(re.sub(r"<[^>]+>", "", t)) for t in (plain, small))
+    return (len(plain) * FONT["size"] + len(small) * RAW_FONT_PX) * CHAR_PX + 12
+
+
+def place_labels(
+    bands: list[dict[str, Any]], span: tuple[float, float], width_px: float = PLOT_WIDTH_PX
+) -> list[tuple[int, float] | None]:
+    """(row, x of the label's left edge) for each band's label, or None where none has room.
+
+    A label starts at its band and runs right; near the right edge it ends there instead, and
+    a label wider than the chart starts at the left edge. It takes the first of LABEL_ROWS
+    rows where it meets no label already placed.
+    """
+    lo, hi = span
+    per_px = max(hi - lo, 1e-9) / width_px
+    gap = 6 * per_px
+    rows: list[list[tuple[float, float]]] = [[] for _ in range(LABEL_ROWS)]
+    placed: list[tuple[int, float] | None] = []
+    for band in bands:
+        width = label_width_px(band_text(band)) * per_px
+        x0 = max(lo, min(band["x0"], hi - width))
+        slot = None
+        for index, taken in enumerate(rows):
+            if all(x0 + width + gap <= a or b + gap <= x0 for a, b in taken):
+                taken.append((x0, x0 + width))
+                slot = (index, x0)
+                break
+        placed.append(slot)
+    return placed
 
 
 def fault_bands(result: dict[str, Any], start: float) -> list[dict[str, Any]]:
-    """Faults as time bands: a pause lasts until its resume; an instant fault gets 50 ms."""
+    """Faults as time bands: a pause lasts until its resume; an instant fault gets 50 ms.
+
+    Each band has the room's words (`label`), the engine's names (`raw`, small type), and
+    `fold`: equal for repeats of one fault, which fold_bands merges.
+    """
     bands = []
     paused_at: dict[str, float] = {}
     for fault in result.get("faults", []):
@@ -463,14 +702,8 @@ def fault_bands(result: dict[str, Any], start: float) -> list[dict[str, Any]]:
             paused_at[str(fault.get("target"))] = t
             continue
         if kind == "resume" and str(fault.get("target")) in paused_at:
-            bands.append(
-                {
-                    "x0": paused_at.pop(str(fault["target"])),
-                    "x1": t,
-                    "label": f"{fault['target']} paused",
-                    "colour": "#f9a825",
-                }
-            )
+            target = str(fault["target"])
+            bands.append(band(paused_at.pop(target), t, f"{target} frozen", "#f9a825", "pause"))
             continue
         if kind in (
             "rules_cleared",
@@ -483,16 +716,38 @@ def fault_bands(result: dict[str, Any], start: float) -> list[dict[str, Any]]:
         if kind in ("elr", "broker-log", "offsets"):
             continue  # evidence read from Kafka's tools and logs, listed with the evidence
         duration = float(fault.get("duration_s") or 0.05)
-        label = {
-            "produce_response_dropped": "ack dropped",
-            "produce_request_dropped": "request lost",
-            "offset_commit_response_dropped": "OffsetCommit answer dropped",
-            "offset_commit_request_dropped": "OffsetCommit lost",
-            "end_txn_response_dropped": "EndTxn answer dropped",
-            "end_txn_request_dropped": "EndTxn lost",
-        }.get(kind) or (nemesis_text(fault) if fault.get("source") != "proxy" else kind)
         colour = "#c62828" if kind in ("crash", "kill-leader", "kill-follower") else "#ef6c00"
-        bands.append({"x0": t, "x1": t + duration, "label": label, "colour": colour})
+        event = {**fault, "ev": "proxy" if fault.get("source") == "proxy" else "nemesis"}
+        label = BAND_WORDS.get(kind) or short_text(event) or say_fault(kind).words
+        bands.append(
+            {
+                **band(t, t + duration, label, colour, fault_raw(event)),
+                "fold": fault_fold(event, label),
+                "fold_label": fold_text(event, label) if event["ev"] == "proxy" else label,
+            }
+        )
     for target, t in paused_at.items():
-        bands.append({"x0": t, "x1": t + 0.05, "label": f"{target} paused", "colour": "#f9a825"})
+        bands.append(band(t, t + 0.05, f"{target} frozen", "#f9a825", "pause"))
     return bands
+
+
+# Short words for the proxy's drops: the band sits on the chart, its request in the evidence.
+BAND_WORDS = {
+    "produce_response_dropped": "ack dropped",
+    "produce_request_dropped": "write lost on the way",
+    "offset_commit_response_dropped": "commit's answer dropped",
+    "offset_commit_request_dropped": "commit lost on the way",
+    "end_txn_response_dropped": "transaction end's answer dropped",
+    "end_txn_request_dropped": "transaction end lost on the way",
+}
+
+
+def short_text(event: dict[str, Any]) -> str | None:
+    """A fault's words for a band's label: the nemesis's short form, else the live view's."""
+    if event["ev"] == "nemesis" and event.get("kind") not in ("offsets",):
+        return nemesis_text(event, short=True)
+    return fault_text(event)
+
+
+def band(x0: float, x1: float, label: str, colour: str, raw: str = "") -> dict[str, Any]:
+    return {"x0": x0, "x1": x1, "label": label, "colour": colour, "raw": raw}

@@ -30,6 +30,7 @@ from engine.levels import CORE_LEVELS, LEVELS
 from engine.live import LevelSnapshot, RunWatch
 from pages._follow import Broadcast, follow_panel, proxy_start, room_feed
 from pages._live_view import LiveView
+from pages._presenter import presenter_on
 from pages._roles import is_presenter, require_presenter
 from pages._run_view import render_run
 from pages._shared import cluster_service, require_app, show_error
@@ -218,7 +219,10 @@ def strike_buttons(live: FreePlay) -> None:
     columns = st.columns(len(BUTTONS) + 1)
     for column, (label, kind, what) in zip(columns, BUTTONS, strict=False):
         refused = live.refused(kind)
-        if column.button(label, key=f"fp_{kind}", disabled=refused is not None, help=what):
+        # "fp_strike_": a strike's own prefix. "fp_{kind}" made the restart button's key
+        # "fp_restart", the restart-delay slider's, and the page failed on a duplicate key.
+        key = f"fp_strike_{kind}"
+        if column.button(label, key=key, disabled=refused is not None, help=what):
             try:
                 require_presenter("strike a fault")
                 live.strike(kind)
@@ -248,7 +252,8 @@ def live_panel() -> None:
         f" · {remaining:.0f} s left" if remaining is not None and live.phase == "running" else ""
     )
     left.markdown(f"#### {live.stage}{clock}")
-    right.caption(f"run `{live.run_id}`")
+    if not presenter_on():  # the run id is for engineers, not the projector
+        right.caption(f"run `{live.run_id}`")
     strike_buttons(live)
     snapshots = watch.poll()
     # The counts and what the buttons did, side by side: both in the projector's first screen.
@@ -270,7 +275,11 @@ elif session is not None:
     if session.notices:
         st.markdown("\n".join(f"- {n.text}" for n in session.notices))
     if session.output is not None:
-        st.success(f"Free play ended: run {session.run_id}, judged like a scenario run.")
+        st.success(
+            "Free play ended: every message judged, as in a scenario run."
+            if presenter_on()  # the run id is for the engineer's screen, not the projector
+            else f"Free play ended: run {session.run_id}, judged like a scenario run."
+        )
         st.session_state["lab_run_id"] = session.run_id  # the Metrics page opens on it
         try:
             render_run(record.load_run(session.run_id))

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from engine.live import LevelWatch, RunWatch, fault_text
+from engine.live import LevelWatch, RunWatch, fault_line, fault_text, fold_faults
 
 RUN = "20250101-000000-consumer-crash-abcd"
 
@@ -83,7 +83,11 @@ def test_faults_are_in_words_at_their_recorded_time(tmp_path):
     append(folder / "processor-2.jsonl", ev(5.2, "processor#2", "start"))
     snapshot = LevelWatch("at-least-once", folder).poll()
     assert [(f.t, f.text) for f in snapshot.faults] == [
-        (5.0, "processor killed (SIGKILL) after commit_gap #2"),
+        (
+            5.0,
+            "processor killed (SIGKILL) in the middle of its 2nd batch, outputs and offsets "
+            "out of step",
+        ),
         (5.2, "processor#2 started (a replacement)"),
     ]
     assert snapshot.since_start(5.0) == 1.0
@@ -100,10 +104,15 @@ def test_fault_words_for_pauses_fencing_and_the_proxy():
     )
     assert (
         fault_text(ev(1, "processor", "fenced", error="FENCED_INSTANCE_ID"))
-        == "processor fenced: FENCED_INSTANCE_ID"
+        == "processor fenced: a newer member with the same instance id joined the group"
     )
     fenced = ev(1, "processor", "fenced", error="_FATAL", by="group coordinator")
-    assert fault_text(fenced) == "processor fenced by the group coordinator: _FATAL"
+    assert fault_text(fenced) == (
+        "processor fenced by the group coordinator: stopped for good: the client library "
+        "cannot go on"
+    )
+    # The raw name is kept for small type, beside the words.
+    assert fault_line(fenced).raw == "fenced · _FATAL"
     restarted = ev(1, "nemesis", "nemesis", kind="supervisor-restart", target="processor")
     assert fault_text(restarted) == (
         "processor exited on its own; the application's supervisor starts a new instance"
@@ -155,4 +164,48 @@ def test_a_fault_is_named_by_what_kafka_and_the_fault_point_know():
         "point": "after commit_gap #2",
         "at": {"batch": 2, "ids": [5, 6, 7, 8, 9]},
     }
-    assert fault_text(crash) == "processor killed (SIGKILL) after commit_gap #2 (batch 2, ids 5–9)"
+    assert fault_text(crash) == (
+        "processor killed (SIGKILL) in the middle of its 2nd batch, outputs and offsets out of "
+        "step (batch 2, ids 5–9)"
+    )
+    assert fault_line({**crash, "t": 1.0}).raw == "crash · after commit_gap #2"
+    # A producer stopped at a transaction step holds a transaction, not a batch: no "batch None".
+    flushed = {
+        **crash,
+        "target": "producer",
+        "point": "after txn_flushed #3",
+        "at": {"txn": 3, "ids": [10, 11, 12]},
+    }
+    text = fault_text(flushed)
+    assert "None" not in text and "txn_flushed" not in text
+    assert text.endswith(
+        "3rd transaction's records were written, before the commit (transaction 3, ids 10–12)"
+    )
+    # A processor's transaction aborted on purpose carries no number: no "transaction None".
+    assert (
+        fault_text(ev(1, "processor", "txn_abort"))
+        == "processor aborted its transaction (on purpose)"
+    )
+
+
+def test_repeated_refusals_fold_into_one_line_with_a_count():
+    refusals = [
+        ev(
+            1 + i / 10,
+            "proxy",
+            "proxy",
+            kind="produce_error",
+            node=2,
+            error="NOT_ENOUGH_REPLICAS",
+            correlation_id=i,
+        )
+        for i in range(60)
+    ]
+    lines = [fault_line(e) for e in refusals]
+    assert "too few in-sync replicas" in lines[0].text and "request 0" in lines[0].text
+    crash = ev(9, "nemesis", "nemesis", kind="crash", target="processor")
+    (folded, after) = fold_faults([*lines, fault_line(crash)])
+    assert folded.count == 60 and (folded.t, folded.last_t) == (1.0, 1 + 59 / 10)
+    assert folded.text == "node 2 refused writes: too few in-sync replicas"
+    assert "NOT_ENOUGH_REPLICAS" in folded.raw
+    assert after.count == 1

@@ -2,16 +2,25 @@
 
 from __future__ import annotations
 
+import re
+
 import pandas as pd
 
 from pages._run_view import (
+    LABEL_ROW_PX,
+    PLOT_WIDTH_PX,
     anomaly_label,
     anomaly_marks,
     default_verdicts,
     failing_level,
+    fault_bands,
+    fold_bands,
     id_runs,
+    label_width_px,
     readable_verdicts,
+    timeline,
     timeline_figure,
+    verdicts_in_words,
 )
 
 CLEAN = {"duplicates": 0, "lost": 0, "reordered": 0, "aborted_visible": 0}
@@ -135,9 +144,141 @@ def test_the_timeline_tells_instances_apart_and_keeps_fault_labels_apart():
     first, second = names["output written by processor"], names["output written by processor#2"]
     assert first.marker.color != second.marker.color
     assert all(trace.marker.size >= 10 for trace in figure.data)
-    labels = {a.text: a.y for a in figure.layout.annotations if a.yref and "domain" in a.yref}
+    labels = {
+        re.sub(r" <span.*", "", a.text): a.yshift
+        for a in figure.layout.annotations
+        if a.yref and "domain" in a.yref
+    }
     assert (
-        labels["processor killed (SIGKILL) after commit_gap #2"]
+        labels["processor killed (SIGKILL) mid-batch 2"]
         != labels["broker node 1 killed (the leader)"]
     )
     assert figure.layout.xaxis.tickfont.size >= 16
+
+
+def label_boxes(figure, width_px: float = PLOT_WIDTH_PX) -> list[tuple[float, float, float]]:
+    """(left, right, row) of each fault label on screen, in pixels, from the figure itself."""
+    lo, hi = figure.layout.xaxis.range
+    boxes = []
+    for a in figure.layout.annotations:
+        if not (a.yref and "domain" in a.yref):
+            continue
+        width = label_width_px(a.text)
+        x = (a.x - lo) / (hi - lo) * width_px
+        left = x if a.xanchor == "left" else x - width
+        assert left >= -1 and left + width <= width_px + 1, a.text  # inside the chart
+        boxes.append((left, left + width, a.yshift))
+    return boxes
+
+
+def overlaps(boxes: list[tuple[float, float, float]]) -> int:
+    return sum(
+        1
+        for i, (a0, a1, ay) in enumerate(boxes)
+        for b0, b1, by in boxes[i + 1 :]
+        if ay == by and a0 < b1 and b0 < a1
+    )
+
+
+def isr_shrink_like_result(start: float = 100.0) -> dict:
+    """The busiest timeline: a follower frozen, the ISR shrinks, and the producer's writes are
+    refused sixty times (NOT_ENOUGH_REPLICAS) before the follower is back; then a leader kill."""
+    faults = [
+        {"t": start + 1.0, "kind": "pause-follower", "node": 2, "leader": 1},
+        {"t": start + 7.0, "kind": "isr", "isr": [1], "leader": 1, "high_watermark": 40},
+    ]
+    faults += [
+        {
+            "t": start + 7.2 + i * 0.1,
+            "kind": "produce_error",
+            "source": "proxy",
+            "node": 1,
+            "error": "NOT_ENOUGH_REPLICAS",
+            "correlation_id": 100 + i,
+        }
+        for i in range(60)
+    ]
+    faults += [
+        {"t": start + 13.5, "kind": "resume-nodes", "nodes": [2]},
+        {"t": start + 15.0, "kind": "isr", "isr": [1, 2], "leader": 1, "high_watermark": 41},
+        {"t": start + 16.0, "kind": "kill-leader", "node": 1},
+        {"t": start + 16.05, "kind": "node-stopped", "node": 1},
+    ]
+    return {"started_at": start, "faults": faults}
+
+
+def test_sixty_refused_writes_fold_into_one_band_and_no_label_overlaps_another():
+    result = isr_shrink_like_result()
+    events = [
+        {"t": 100.0 + i * 0.25, "proc": "producer", "ev": ev, "id": i}
+        for i in range(80)
+        for ev in ("send", "ack")
+    ]
+    figure, unlabelled = timeline(events, result, [])
+    texts = [a.text for a in figure.layout.annotations if a.yref and "domain" in a.yref]
+    refused = [t for t in texts if "refused" in t]
+    assert len(refused) == 1 and "×60" in refused[0], texts
+    assert "NOT_ENOUGH_REPLICAS" in refused[0]  # the raw name, in small type
+    assert "too few in-sync replicas" in refused[0]
+    assert overlaps(label_boxes(figure)) == 0
+    # Every fault is said: on the chart, or in the line below it.
+    assert len(texts) + len(unlabelled) == len(fold_bands(fault_bands(result, 100.0)))
+    assert not any("[" in t or "None" in t for t in texts)  # no raw lists, no None
+    # The labels sit above the data: the plot area starts below the rows they use.
+    assert figure.layout.margin.t >= 20 + LABEL_ROW_PX
+
+
+def test_labels_that_cannot_fit_are_left_for_the_line_below_not_drawn_over_each_other():
+    crowded = {
+        "started_at": 0.0,
+        "faults": [
+            {"t": 1.0 + i * 0.01, "kind": "kill-node", "node": i, "leader": 9} for i in range(12)
+        ],
+    }
+    figure, unlabelled = timeline([], crowded, [])
+    assert overlaps(label_boxes(figure)) == 0
+    assert unlabelled  # twelve long labels in 0.1 s: some are said below the chart
+
+
+def test_the_verdict_table_shows_no_none_cell():
+    rows = pd.DataFrame(
+        [
+            {
+                "id": 7,
+                "verdict": "lost",
+                "copies": 0,
+                "offsets": [],
+                "ack": "unacked",
+                "sent_at": 1000.25,
+                "acked_at": None,
+                "consumed_at": None,
+                "latency_ms": None,
+                "reordered": False,
+                "aborted_copies": 0,
+            },
+            {
+                "id": 8,
+                "verdict": "duplicated",
+                "copies": 2,
+                "offsets": ["0:6", "0:10"],
+                "ack": "acked",
+                "sent_at": 1000.5,
+                "acked_at": 1000.75,
+                "consumed_at": 1001.0,
+                "latency_ms": 500.4,
+                "reordered": True,
+                "aborted_copies": 0,
+            },
+        ]
+    )
+    shown = verdicts_in_words(readable_verdicts(rows, {"started_at": 1000.0}))
+    cells = [str(v) for v in shown.to_numpy().ravel()]
+    assert not any(c in ("None", "nan", "NaN", "<NA>", "[]") for c in cells), cells
+    lost, duplicated = shown.to_dict("records")
+    assert (lost["acked (s)"], lost["first seen (s)"], lost["ack"]) == (
+        "not acked",
+        "never seen",
+        "no answer",
+    )
+    assert lost["offsets"] == "—" and duplicated["offsets"] == "0:6, 0:10"
+    assert duplicated["sent (s)"] == "0.500" and duplicated["latency_ms"] == "500"

@@ -1,0 +1,305 @@
+"""The room's words for the engine's names: history events, faults, proxy events, Kafka errors.
+
+One place for every name a page may show. The room reads the words; the engine's own name
+(`commit_gap`, `_FENCED`, `NOT_LEADER_OR_FOLLOWER`) may follow in small type, for the
+engineers who ask. `tests/unit/test_words.py` scans the roles, the nemesis and the proxy for
+the names they write, so a new event without words fails there.
+
+    say_event("commit_gap").text()   -> "outputs and input offsets out of step (commit_gap)"
+    say_error("_FATAL", reason).html() -> "fenced: a newer instance ... <small>...</small>"
+    say_error("NOT_LEADER_OR_FOLLOWER").markdown() -> "asked the wrong broker: ... :small[`...`]"
+    point_words("after txn_flushed #3") -> "after its 3rd transaction's records were written"
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from html import escape
+
+# What each process writes to its history (`ev`), as the room says it.
+EVENT_WORDS: dict[str, str] = {
+    # every role
+    "start": "started",
+    "done": "finished",
+    "error": "stopped on an error",
+    "fenced": "fenced: a newer instance took its place",
+    "failpoint_reached": "stopped itself at the fault point",
+    # the producer (and the source that writes a processor's input)
+    "ready": "connected, ready to send",
+    "send": "sent",
+    "ack": "acknowledged by the broker",
+    "fail": "given up by the producer",
+    "resume": "back after a restart, sending what is left",
+    "txn_init": "transactions set up (a new epoch for its id)",
+    "txn_begin": "transaction begun",
+    "txn_flushed": "transaction's records written, not yet committed",
+    "txn_open": "transaction held open",
+    "txn_commit": "transaction committed",
+    "txn_abort": "transaction aborted",
+    "txn_commit_unknown": "commit sent, its outcome unknown",
+    # the processor
+    "assigned": "partitions assigned",
+    "revoked": "partitions taken away (a rebalance)",
+    "partitions_lost": "partitions lost (dropped from the group)",
+    "consumed": "read",
+    "idle": "idle: nothing new to read",
+    "output_acked": "output written",
+    "output_failed": "output could not be written",
+    "batch_failed": "batch failed; it is read again",
+    "committed": "input offsets committed",
+    # the moment a batch is exposed: what is done differs by commit mode (its `state` says)
+    "commit_gap": "outputs and input offsets out of step",
+    "commit_rejected": "offset commit refused",
+    "auto_committed": "offsets committed by the auto-commit timer",
+    "txn_commit_retry": "transaction commit retried",
+    "txn_send_offsets_retry": "offsets into the transaction retried",
+    # the sink with an idempotency key
+    "effect_applied": "applied to the database",
+    "effect_skipped": "already in the database: skipped",
+    # the nemesis and the fault proxy, as history lines (their `kind` says more)
+    "nemesis": "fault",
+    "proxy": "fault proxy",
+}
+
+# Event names made with an f-string in the roles: the template, and every name it makes.
+EVENT_TEMPLATES: dict[str, tuple[str, ...]] = {
+    "txn_{what}_retry": ("txn_commit_retry", "txn_send_offsets_retry"),
+}
+
+# What the nemesis (and the runner's watch of the cluster) records, by `kind`.
+FAULT_WORDS: dict[str, str] = {
+    "drop-produce-response": "an ack will be dropped",
+    "drop-response": "an answer will be dropped",
+    "blackhole": "network cut",
+    "latency": "network slowed",
+    "reset-connections": "connections reset",
+    "crash": "killed",
+    "pause": "frozen",
+    "resume": "woken",
+    "kill-leader": "partition leader killed",
+    "kill-node": "broker killed",
+    "kill-follower": "follower killed",
+    "stop-leader": "partition leader shut down cleanly",
+    "wipe-partition": "a replica's disk lost",
+    "pause-followers": "followers frozen",
+    "pause-follower": "a follower frozen",
+    "resume-nodes": "brokers woken",
+    "restart-nodes": "brokers restarted",
+    "node-stopped": "broker stopped",
+    "node-ready": "broker back",
+    "restart-failed": "broker did not come back",
+    "supervisor-restart": "a new instance started by the supervisor",
+    "fault-not-reached": "fault never fired",
+    "isr": "in-sync replicas changed",
+    "elr": "replica sets read",
+    "offsets": "read_committed readers wait",
+    "broker-log": "broker log line",
+    # the short names of "restart-skipped" and "wipe-skipped"
+    "restart": "broker restarted",
+    "wipe": "a replica's disk lost",
+}
+SKIPPED = "-skipped"  # "crash-skipped": a fault the nemesis could not carry out
+
+# What the fault proxy records, by `kind`.
+PROXY_WORDS: dict[str, str] = {
+    "produce_response_dropped": "ack dropped",
+    "produce_request_dropped": "write lost on the way",
+    "offset_commit_response_dropped": "commit's answer dropped",
+    "offset_commit_request_dropped": "commit lost on the way",
+    "end_txn_response_dropped": "transaction end's answer dropped",
+    "end_txn_request_dropped": "transaction end lost on the way",
+    "produce_error": "write refused",
+    "connection_held": "connection held silent",
+    "connection_reset": "connection reset",
+    "blackhole_start": "network cut",
+    "blackhole_end": "network back",
+    "latency_set": "network slowed",
+    "rules_cleared": "proxy rules cleared",
+    "proxy_started": "proxy started",
+    "broker_discovered": "broker found",
+    "broker_address_changed": "broker moved",
+    "rewrite_failed": "proxy could not rewrite an answer",
+}
+
+# Kafka's error codes (librdkafka's names; a leading "_" is the client's own), as the room says
+# them. A code not here is said from its name ("NOT_ENOUGH_REPLICAS" -> "not enough replicas").
+ERROR_WORDS: dict[str, str] = {
+    "_FENCED": "fenced: a newer instance with the same id took over",
+    "PRODUCER_FENCED": "fenced: a newer producer with the same transactional id took over",
+    "INVALID_PRODUCER_EPOCH": "fenced: its epoch is old, a newer instance took over",
+    "FENCED_INSTANCE_ID": "fenced: a newer member with the same instance id joined the group",
+    "_FATAL": "stopped for good: the client library cannot go on",
+    "NOT_LEADER_OR_FOLLOWER": "asked the wrong broker: the partition's leader moved",
+    "REQUEST_TIMED_OUT": "the broker timed out (for a write: waiting for its replicas)",
+    "_TIMED_OUT": "timed out waiting for the broker",
+    "_MSG_TIMED_OUT": "gave up: no ack before the delivery timeout",
+    "NOT_ENOUGH_REPLICAS": "too few in-sync replicas",
+    "NOT_ENOUGH_REPLICAS_AFTER_APPEND": "written, but too few in-sync replicas to confirm it",
+    "_TRANSPORT": "connection to the broker broke",
+    "_ALL_BROKERS_DOWN": "no broker reachable",
+    "LEADER_NOT_AVAILABLE": "the partition has no leader right now",
+    "NOT_COORDINATOR": "asked the wrong coordinator: it moved",
+    "COORDINATOR_NOT_AVAILABLE": "the coordinator is not available",
+    "COORDINATOR_LOAD_IN_PROGRESS": "the coordinator is still loading",
+    "UNKNOWN_MEMBER_ID": "the group no longer knows this member",
+    "ILLEGAL_GENERATION": "the group moved on: a rebalance happened",
+    "REBALANCE_IN_PROGRESS": "the group is rebalancing",
+    "_MAX_POLL_EXCEEDED": "too long between polls: left the group",
+    "CONCURRENT_TRANSACTIONS": "another transaction of this id is still ending",
+    "INVALID_TXN_STATE": "the transaction is in the wrong state for this call",
+    "TRANSACTION_COORDINATOR_FENCED": "the transaction coordinator was replaced",
+    "OUT_OF_ORDER_SEQUENCE_NUMBER": "a gap in the producer's sequence numbers",
+    "DUPLICATE_SEQUENCE_NUMBER": "a duplicate write, recognised and dropped",
+    "UNKNOWN_PRODUCER_ID": "the broker no longer knows this producer",
+    "KAFKA_STORAGE_ERROR": "the broker could not write to its disk",
+    "_PURGE_QUEUE": "dropped from the client's queue",
+    "_PURGE_INFLIGHT": "dropped while in flight",
+    "_STATE": "called in the wrong state",
+    "_PARTITION_EOF": "end of the partition",
+    "CALL_HUNG": "a client call never returned",
+}
+
+# Where a fault point stops a role: "after EVENT #N", said as what the role had just done.
+POINT_WORDS: dict[str, str] = {
+    "commit_gap": "in the middle of its {nth} batch, outputs and offsets out of step",
+    "txn_flushed": "after its {nth} transaction's records were written, before the commit",
+    "txn_begin": "right after it began its {nth} transaction",
+    "txn_commit": "right after its {nth} transaction committed",
+    "auto_committed": "after the auto-commit timer had committed its {nth} batch",
+    "committed": "after it had committed its input for the {nth} time",
+    "output_acked": "after its {nth} output was written",
+}
+# The same, short enough for a label on a chart.
+POINT_SHORT: dict[str, str] = {
+    "commit_gap": "mid-batch {n}",
+    "txn_flushed": "with transaction {n} written, not committed",
+    "txn_begin": "as transaction {n} began",
+    "txn_commit": "after transaction {n} committed",
+    "auto_committed": "after auto-commit {n}",
+    "committed": "after commit {n}",
+    "output_acked": "after output {n}",
+}
+POINT = re.compile(r"after (?P<ev>[a-z_]+) #(?P<n>\d+)")
+
+
+@dataclass(frozen=True)
+class Said:
+    """A name in the room's words, with the engine's own name kept for small type."""
+
+    words: str
+    raw: str = ""
+
+    def text(self) -> str:
+        """Plain text: "words (raw)", for tables and captions that take no markup."""
+        return f"{self.words} ({self.raw})" if self.raw and self.raw != self.words else self.words
+
+    def html(self) -> str:
+        """HTML for st.markdown(unsafe_allow_html=True): the raw name small and grey."""
+        raw = f" <small style='color:#757575'><code>{escape(self.raw)}</code></small>"
+        return escape(self.words) + (raw if self.raw and self.raw != self.words else "")
+
+    def markdown(self) -> str:
+        """Streamlit markdown (st.markdown, no HTML needed): the raw name in small code type."""
+        raw = f" :small[`{self.raw}`]"
+        return self.words + (raw if self.raw and self.raw != self.words else "")
+
+    def plotly(self) -> str:
+        """Plotly's text markup (a subset of HTML): the raw name small and grey."""
+        raw = f" <span style='font-size:11px;color:#757575'>{escape(self.raw)}</span>"
+        return escape(self.words) + (raw if self.raw and self.raw != self.words else "")
+
+    def __str__(self) -> str:
+        return self.words
+
+
+def from_name(name: str) -> str:
+    """A name no table knows, said as words: "NOT_ENOUGH_REPLICAS" -> "not enough replicas"."""
+    return re.sub(r"[_\-]+", " ", name).strip().lower() or name
+
+
+def event_words(ev: str) -> str:
+    """A history event's name in the room's words."""
+    return EVENT_WORDS.get(ev) or from_name(ev)
+
+
+def fault_words(kind: str) -> str:
+    """A nemesis record's kind in the room's words; "crash-skipped" is "killed: skipped"."""
+    if kind.endswith(SKIPPED) and kind[: -len(SKIPPED)] in FAULT_WORDS:
+        return f"{FAULT_WORDS[kind[: -len(SKIPPED)]]}: skipped"
+    return FAULT_WORDS.get(kind) or from_name(kind)
+
+
+def proxy_words(kind: str) -> str:
+    """A fault proxy event's kind in the room's words."""
+    return PROXY_WORDS.get(kind) or from_name(kind)
+
+
+def error_words(code: str | None, reason: str | None = None) -> str:
+    """A Kafka error code in the room's words.
+
+    librdkafka reports a fenced producer's later calls as the generic _FATAL, with the cause
+    only in its text: that text decides whether the room hears "fenced".
+    """
+    if not code:
+        return "no error"
+    code = code.split(" ", 1)[0]  # "_FATAL (Fatal error: ...)" as some lines carry it
+    text = (reason or "").lower()
+    if code == "_FATAL" and ("fenced" in text or "epoch" in text):
+        return ERROR_WORDS["_FENCED"]
+    return ERROR_WORDS.get(code) or from_name(code)
+
+
+def say_event(ev: str) -> Said:
+    return Said(event_words(ev), ev)
+
+
+def say_fault(kind: str) -> Said:
+    return Said(fault_words(kind), kind)
+
+
+def say_proxy(kind: str) -> Said:
+    return Said(proxy_words(kind), kind)
+
+
+def say_error(code: str | None, reason: str | None = None) -> Said:
+    return Said(error_words(code, reason), code or "")
+
+
+def ordinal(n: int) -> str:
+    """1st, 2nd, 3rd, 4th, 11th, 12th, 13th, 21st..."""
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
+
+
+def point_words(point: str, *, short: bool = False) -> str:
+    """A fault point's name ("after commit_gap #2") as where the role stood when it stopped;
+    `short` for a chart's label ("mid-batch 2")."""
+    match = POINT.fullmatch(point.strip())
+    if match is None:
+        return point
+    ev, nth = match["ev"], ordinal(int(match["n"]))
+    if short:
+        return POINT_SHORT.get(ev, "after {e} #{n}").format(n=match["n"], e=event_words(ev))
+    template = POINT_WORDS.get(ev)
+    if template is not None:
+        return template.format(nth=nth)
+    return f"after the {nth} time: {event_words(ev)}"
+
+
+def say_point(point: str) -> Said:
+    return Said(point_words(point), point)
+
+
+def nodes_words(nodes: object) -> str:
+    """A list of node ids as the room says it: "none", "node 2", "nodes 1, 2 and 3"."""
+    if nodes is None:
+        return "not read"
+    if not isinstance(nodes, list | tuple):
+        return str(nodes)
+    if not nodes:
+        return "none"
+    names = [str(n) for n in nodes]
+    if len(names) == 1:
+        return f"node {names[0]}"
+    return f"nodes {', '.join(names[:-1])} and {names[-1]}"

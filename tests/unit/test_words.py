@@ -1,0 +1,153 @@
+"""Every name the engine writes has the room's words (engine/words.py).
+
+The names are found by reading the code, not from a list kept beside it: a role, the nemesis
+or the proxy that starts writing a new event fails here until it has words.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import typing
+from pathlib import Path
+
+import pytest
+
+from engine import paths, words
+from engine.scenario import Fault, FaultKind
+
+ENGINE = paths.REPO_ROOT / "engine"
+# The files whose `.write("ev", ...)` calls write history lines.
+HISTORY_WRITERS = [
+    *sorted((ENGINE / "roles").glob("*.py")),
+    ENGINE / "failpoints.py",
+    ENGINE / "nemesis.py",
+    ENGINE / "runner.py",
+    ENGINE / "freeplay.py",
+]
+FAULT_RECORDERS = [ENGINE / "nemesis.py", ENGINE / "runner.py", ENGINE / "freeplay.py"]
+
+
+def calls(path: Path, method: str) -> list[ast.Call]:
+    tree = ast.parse(path.read_text())
+    return [
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == method
+        and node.args
+    ]
+
+
+def constant_names(paths_: list[Path], method: str) -> set[str]:
+    return {
+        call.args[0].value
+        for path in paths_
+        for call in calls(path, method)
+        if isinstance(call.args[0], ast.Constant) and isinstance(call.args[0].value, str)
+    }
+
+
+def history_events() -> set[str]:
+    """Every `ev` the roles, the fault points and the nemesis write."""
+    found = constant_names(HISTORY_WRITERS, "write") | constant_names(HISTORY_WRITERS, "line")
+    for path in HISTORY_WRITERS:  # the producer writes its hot events as preformatted JSON
+        found |= set(re.findall(r'"ev"\s*:\s*"([a-z_]+)"', path.read_text()))
+    # `history.write(kind, ...)` where kind is what Classifier.classify returns.
+    common = (ENGINE / "roles" / "common.py").read_text()
+    found |= set(re.findall(r'return "([a-z_]+)", ', common))
+    return found
+
+
+def test_the_scan_finds_the_events_the_issue_names():
+    found = history_events()
+    for ev in ("send", "ack", "fail", "consumed", "output_acked", "committed", "commit_gap"):
+        assert ev in found
+    for ev in ("txn_flushed", "txn_commit", "txn_abort", "fenced", "auto_committed", "error"):
+        assert ev in found
+
+
+def test_every_history_event_has_words():
+    missing = sorted(ev for ev in history_events() if ev not in words.EVENT_WORDS)
+    assert not missing, f"history events with no room words in engine/words.py: {missing}"
+
+
+def test_every_event_name_made_with_an_f_string_is_known():
+    """A name made at run time (txn_{what}_retry) is listed with every name it makes."""
+    for path in HISTORY_WRITERS:
+        for call in calls(path, "write"):
+            first = call.args[0]
+            if isinstance(first, ast.JoinedStr):
+                template = ast.unparse(first)[2:-1]  # f'txn_{what}_retry' -> txn_{what}_retry
+                assert template in words.EVENT_TEMPLATES, f"{path.name}: {template}"
+            elif isinstance(first, ast.Name):
+                # Only `kind`, from Classifier.classify ("fenced" or "error"), is known.
+                assert first.id == "kind", f"{path.name}:{call.lineno}: write({first.id}, ...)"
+    for made in words.EVENT_TEMPLATES.values():
+        assert set(made) <= set(words.EVENT_WORDS)
+    # The names the processor's retried() makes, from its callers' first argument.
+    processor = (ENGINE / "roles" / "processor.py").read_text()
+    for what in re.findall(r'self\.retried\(\s*"([a-z_]+)"', processor):
+        assert f"txn_{what}_retry" in words.EVENT_WORDS
+
+
+def test_every_fault_kind_has_words():
+    kinds = set(typing.get_args(FaultKind)) | constant_names(FAULT_RECORDERS, "record")
+    for path in FAULT_RECORDERS:  # nemesis lines written with kind=... directly
+        kinds |= set(re.findall(r'kind="([a-z-]+)"', path.read_text()))
+    kinds -= {"postgres", "sqlite"}  # the idempotency key's database, not a fault
+    missing = sorted(k for k in kinds if k not in words.FAULT_WORDS and words.SKIPPED not in k)
+    assert not missing, f"fault kinds with no room words in engine/words.py: {missing}"
+    for kind in (k for k in kinds if k.endswith(words.SKIPPED)):
+        assert words.fault_words(kind).endswith(": skipped")
+
+
+def test_every_proxy_event_has_words():
+    server = ENGINE / "proxy" / "server.py"
+    kinds = constant_names([server], "emit")
+    apis = typing.get_args(Fault.model_fields["api"].annotation)
+    kinds |= {f"{api}_{what}_dropped" for api in apis for what in ("request", "response")}
+    missing = sorted(k for k in kinds if k not in words.PROXY_WORDS)
+    assert not missing, f"proxy events with no room words in engine/words.py: {missing}"
+
+
+@pytest.mark.parametrize(
+    ("code", "reason", "said"),
+    [
+        ("_FENCED", None, "fenced"),
+        (
+            "_FATAL",
+            "Fatal error: Broker: Producer attempted an operation with an old epoch",
+            "fenced",
+        ),
+        ("_FATAL", "Fatal error: something else", "stopped for good"),
+        ("NOT_LEADER_OR_FOLLOWER", None, "leader moved"),
+        ("REQUEST_TIMED_OUT", None, "timed out"),
+        ("INVALID_PRODUCER_EPOCH", None, "fenced"),
+        ("SOME_NEW_CODE", None, "some new code"),
+    ],
+)
+def test_error_codes_in_the_rooms_words(code, reason, said):
+    assert said in words.error_words(code, reason)
+    shown = words.say_error(code, reason)
+    assert shown.raw == code and code in shown.text() and code in shown.html()
+
+
+def test_fault_points_in_the_rooms_words():
+    assert words.point_words("after commit_gap #2") == (
+        "in the middle of its 2nd batch, outputs and offsets out of step"
+    )
+    assert "3rd transaction" in words.point_words("after txn_flushed #3")
+    assert "txn_flushed" not in words.point_words("after txn_flushed #3")
+    assert words.ordinal(11) == "11th" and words.ordinal(22) == "22nd"
+
+
+def test_the_raw_name_follows_in_small_type():
+    said = words.say_event("commit_gap")
+    assert said.text() == "outputs and input offsets out of step (commit_gap)"
+    assert "<small" in said.html() and "commit_gap" in said.html()
+    assert "font-size" in said.plotly()
+    assert said.markdown().endswith(":small[`commit_gap`]")
+    assert words.Said("x", "x").text() == "x"  # no name twice
+    assert words.nodes_words([]) == "none" and words.nodes_words([1, 3]) == "nodes 1 and 3"
