@@ -23,6 +23,7 @@ def streamlit_command(address: str, port: int, *, headless: bool = True) -> list
         *("--server.headless", "true" if headless else "false"),
         *("--server.address", address, "--server.port", str(port)),
         *("--browser.gatherUsageStats", "false"),
+        *("--client.toolbarMode", "viewer"),
         # Streamlit's first run otherwise asks for an email in the terminal, and with no
         # terminal (stdin not a tty) it exits 255 instead of serving.
         *("--server.showEmailPrompt", "false"),

@@ -23,6 +23,7 @@ from typing import Any
 
 from engine.checker import LevelCounts, Verdict
 from engine.levels import LEVELS
+from engine.words import nodes_words, say_error, say_point
 
 # What each level's promise rules out, by count.
 EXCLUDED = {
@@ -81,13 +82,15 @@ def _point_sentence(event: dict[str, Any]) -> str | None:
     at = event.get("at") or {}
     if at.get("ev") == "auto_committed":
         return (
-            f"at its fault point ({event['point']}): batch {at.get('batch')}, ids "
+            f"at its fault point ({say_point(event['point']).markdown()}): batch "
+            f"{at.get('batch')}, ids "
             f"{id_ranges(i for i in at.get('ids', []) if i is not None)}, {at.get('state')}"
         )
     if at.get("ev") != "commit_gap":
-        return f"at its fault point ({event['point']})"
+        return f"at its fault point ({say_point(event['point']).markdown()})"
     return (
-        f"at its fault point ({event['point']}): batch {at.get('batch')}, ids "
+        f"at its fault point ({say_point(event['point']).markdown()}): batch "
+        f"{at.get('batch')}, ids "
         f"{id_ranges(i for i in at.get('ids', []) if i is not None)} "
         f"({_offsets_text(at.get('first', {}), at.get('offsets', {}))}), {at.get('state')}"
     )
@@ -126,18 +129,22 @@ def explain(
         elif ev == "fenced":
             by = f" by the {event['by']}" if event.get("by") else ""
             out.evidence.append(
-                f"{proc} was fenced{by}: {event.get('error')} ({event.get('reason')})."
+                f"{proc} was fenced{by}: "
+                f"{fenced_words(event.get('error'), event.get('reason'))} "
+                f"({event.get('reason')})."
             )
         elif ev == "commit_rejected":
             out.evidence.append(
                 f"{proc}'s commit of offsets {event.get('offsets')} was rejected: "
-                f"{event.get('error')} ({event.get('reason')})."
+                f"{say_error(event.get('error'), event.get('reason')).markdown()} "
+                f"({event.get('reason')})."
             )
         elif ev == "txn_abort" and event.get("by") and proc.split("#")[0] == "producer":
             # The producer's commit failed: its transaction had been aborted meanwhile.
             out.evidence.append(
                 f"{proc}'s commit of the transaction of ids {id_ranges(event.get('ids', []))} "
-                f"failed with {event.get('error')}: the transaction had been aborted, and "
+                f"failed ({say_error(event.get('error'), event.get('reason')).markdown()}): the "
+                "transaction had been aborted, and "
                 "nothing of it was committed (resending it is the application's to decide)."
                 + (
                     " librdkafka words it as fenced by a newer instance, but no other instance "
@@ -150,7 +157,8 @@ def explain(
         elif ev == "txn_abort" and proc.startswith("processor"):
             out.evidence.append(
                 f"{proc} aborted the transaction of ids {id_ranges(event.get('ids', []))} after "
-                f"{event.get('error')}, and read the batch again."
+                f"{say_error(event.get('error'), event.get('reason')).markdown()}, and read the "
+                "batch again."
             )
         elif ev == "resume":
             resumed = True
@@ -499,7 +507,7 @@ def broker_answers(faults: Sequence[dict[str, Any]]) -> list[str]:
             else "the client retries such an error on its own, if its settings allow"
         )
         out.append(
-            f"Node {node} answered {which} with {error}, after "
+            f"Node {node} answered {which}: {say_error(error).markdown()}, after "
             f"{first.get('waited_ms'):g} ms for the first (seen by the fault proxy; {who})."
             + (f" {meaning}" if meaning else "")
         )
@@ -682,6 +690,13 @@ def _resume_choice(proc: str, event: dict[str, Any]) -> str:
     return f"The replacement producer ({proc}) {what}: {sent}."
 
 
+def fenced_words(code: str | None, reason: str | None) -> str:
+    """Why a client was fenced, in the room's words, its code in small type."""
+    said = say_error(code, reason)
+    words = said.words.removeprefix("fenced: ")
+    return f"{words} :small[`{said.raw}`]" if said.raw else words
+
+
 def _nemesis_evidence(event: dict[str, Any], out: Explanation) -> None:
     kind, target = event.get("kind"), event.get("target")
     where = _point_sentence(event)
@@ -698,14 +713,15 @@ def _nemesis_evidence(event: dict[str, Any], out: Explanation) -> None:
         )
     elif kind == "isr" and (event.get("leader") or 0) < 0:
         out.evidence.append(
-            f"The cluster reported the partition without a leader (offline; in-sync replicas "
-            f"{event.get('isr')}): nothing could be written to it or read from it."
+            f"The cluster reported the partition without a leader (offline; in-sync replicas: "
+            f"{nodes_words(event.get('isr'))}): nothing could be written to it or read from it."
         )
     elif kind == "isr":
         hw = event.get("high_watermark")
         mark = "its high watermark not read in time" if hw is None else f"high watermark {hw}"
         out.evidence.append(
-            f"The cluster reported the partition's in-sync replicas as {event.get('isr')}, "
+            f"The cluster reported the partition's in-sync replicas as "
+            f"{nodes_words(event.get('isr'))}, "
             f"led by node {event.get('leader')}, {mark}."
         )
     elif kind == "kill-follower":
@@ -737,15 +753,15 @@ def _nemesis_evidence(event: dict[str, Any], out: Explanation) -> None:
         who = f"led by node {leader}" if (leader or 0) >= 0 else "without a leader"
         final = " as the run ended" if event.get("final") else ""
         out.evidence.append(
-            f"Kafka's topic tool read the partition{final}: {who}, in-sync replicas "
-            f"{event.get('isr')}, eligible leader replicas {event.get('elr')}, last known "
-            f"leader {event.get('last_known_elr')}."
+            f"Kafka's topic tool read the partition{final}: {who}; in-sync replicas: "
+            f"{nodes_words(event.get('isr'))}; eligible leader replicas: "
+            f"{nodes_words(event.get('elr'))}; last known leader: "
+            f"{nodes_words(event.get('last_known_elr'))}."
         )
     elif kind == "broker-log":
         out.evidence.append(f"Node {event.get('node')} logged: {event.get('line')}")
     elif kind == "resume-nodes":
-        nodes = ", ".join(str(n) for n in event.get("nodes") or [])
-        out.evidence.append(f"Node(s) {nodes} resumed (SIGCONT).")
+        out.evidence.append(f"{nodes_words(event.get('nodes') or [])} resumed (SIGCONT).")
     elif kind == "fault-not-reached":
         out.evidence.append(
             f"The {event.get('fault')} of {target} ({event.get('point')}) never fired: "

@@ -19,6 +19,8 @@ from html import escape
 
 # What each process writes to its history (`ev`), as the room says it.
 EVENT_WORDS: dict[str, str] = {
+    # the runner, as the run ends
+    "group_committed": "the processor group's committed offset, read as the run ended",
     # every role
     "start": "started",
     "done": "finished",

@@ -25,8 +25,17 @@ COUNTS = [
     ("acked", "Acked", "ids the broker acknowledged to the producer"),
     ("delivered", "Delivered", "distinct ids in the judged topic, at the level's isolation"),
     ("duplicates", "Duplicates", "extra copies beyond the first"),
-    ("lost", "Lost", "ids the workload meant to deliver that are not there"),
-    ("reordered", "Reordered", "ids stored after a later-created id in the same partition"),
+    (
+        "lost",
+        "Lost",
+        "ids a producer sent that are not there (never sent, or not processed yet by a "
+        "stopped processor, are said apart: Kafka was not asked to keep those)",
+    ),
+    (
+        "reordered",
+        "Reordered",
+        "ids with a copy (retries too) stored after a later-created id in the same partition",
+    ),
 ]
 EVENT_STYLE = {
     "send": ("sent", "#9e9e9e", "circle-open"),

@@ -23,7 +23,13 @@ from pages._metrics_view import (
     throughput_figure,
 )
 from pages._roles import is_presenter
-from pages._run_view import default_verdicts, failing_level, readable_verdicts, render_verdicts
+from pages._run_view import (
+    default_verdicts,
+    failing_level,
+    readable_verdicts,
+    render_verdicts,
+    verdicts_in_words,
+)
 from pages._shared import require_app, show_error
 from pages._spark import SparkService, spark_service
 
@@ -230,7 +236,8 @@ def render_verdict_pages(run_id: str, level: str, result: dict[str, Any]) -> Non
         f"({pages:,} pages of {VERDICT_PAGE_SIZE:,}). The table has one row per message, so "
         "Spark wrote it to Parquet beside the run; each page is read from there."
     )
-    st.dataframe(readable_verdicts(page.rows, result), hide_index=True, width="stretch")
+    shown = verdicts_in_words(readable_verdicts(page.rows, result))
+    st.dataframe(shown, hide_index=True, width="stretch")
 
 
 def render_history(

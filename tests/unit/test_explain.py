@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from engine.checker import StoredRecord, check
 from engine.explain import explain, id_ranges, ids_phrase
+from engine.words import say_error
 
 
 def test_id_ranges_and_phrases():
@@ -58,7 +59,10 @@ def test_duplicates_at_least_once_are_traced_to_both_instances_and_the_fencing()
     why = explain("at-least-once", "processor", history, counts, verdicts)
     assert counts.duplicates == 2
     assert any("batch 2, ids 2–3 (partition 0 offsets 2–3)" in e for e in why.evidence)
-    assert any("fenced by the group coordinator: FENCED_INSTANCE_ID" in e for e in why.evidence)
+    assert any(
+        "fenced by the group coordinator: a newer member" in e and "FENCED_INSTANCE_ID" in e
+        for e in why.evidence
+    )
     assert any("started reading partition 0 at offset 2" in e for e in why.evidence)
     assert why.why == [
         "Duplicates: outputs for ids 2–3 were written by processor and by processor#2. "
@@ -113,7 +117,8 @@ def test_a_loss_under_auto_commit_is_traced_to_the_timer_and_its_fault_point():
     verdicts, counts = check(ledger=range(3), history=history, stored=[StoredRecord(0, 0, 0)])
     why = explain("at-least-once", "processor", history, counts, verdicts)
     assert (
-        "at its fault point (after auto_committed #2): batch 2, ids 1–2, offsets committed by "
+        "at its fault point (after the auto-commit timer had committed its 2nd batch "
+        ":small[`after auto_committed #2`]): batch 2, ids 1–2, offsets committed by "
         "the auto-commit timer, no output written yet"
     ) in why.evidence[0]
     assert why.why[0].startswith(
@@ -215,8 +220,9 @@ def test_a_transaction_aborted_under_a_stalled_producer_is_said_as_such():
     why = explain("exactly-once", "producer", history, counts, verdicts)
     assert why.headline == "2 messages, each stored once; ids 2–3 aborted with their transaction"
     assert why.evidence[0].startswith(
-        "producer's commit of the transaction of ids 2–3 failed with _FENCED: the transaction "
-        "had been aborted, and nothing of it was committed"
+        "producer's commit of the transaction of ids 2–3 failed (fenced: a newer instance with "
+        "the same id took over :small[`_FENCED`]): the transaction had been aborted, and "
+        "nothing of it was committed"
     )
     assert "no other instance ran" in why.evidence[0]
 
@@ -250,13 +256,15 @@ def test_the_brokers_answers_are_said_once_per_error_and_node():
     faults += [answer(cid, "NOT_ENOUGH_REPLICAS", 2.5) for cid in range(9, 65)]
     faults.append({"source": "proxy", "kind": "produce_response_dropped", "node": 1})
     assert broker_answers(faults) == [
-        "Node 1 answered the Produce request with correlation id 6 with REQUEST_TIMED_OUT, "
+        "Node 1 answered the Produce request with correlation id 6: the broker timed out (for "
+        "a write: waiting for its replicas) :small[`REQUEST_TIMED_OUT`], "
         "after 3008.7 ms for the first (seen by the fault proxy; the client retries such an "
         "error on its own, if its settings allow). The leader gave up waiting for the in-sync "
         "replicas, the write already in its log: a retry may store it twice, after later "
         "writes.",
-        "Node 1 answered 56 Produce requests (correlation ids 9 to 64) with "
-        "NOT_ENOUGH_REPLICAS, after 2.5 ms for the first (seen by the fault proxy; the client "
+        "Node 1 answered 56 Produce requests (correlation ids 9 to 64): "
+        f"{say_error('NOT_ENOUGH_REPLICAS').markdown()}, after 2.5 ms for the first (seen by "
+        "the fault proxy; the client "
         "retries such an error on its own, if its settings allow). The leader checks "
         "min.insync.replicas before it appends: the write was not stored.",
     ]
