@@ -49,6 +49,14 @@ def test_the_page_shows_the_published_claims_without_a_cluster(monkeypatch, no_c
     assert published.COURSE_EOS in set(claims["source"])
     run = at.button(key="cost_run")
     assert run.disabled, "no cluster: the quick run cannot start"
+    # The first screen answers the question; what only the benchmark's author needs (its
+    # command line, load averages) stays off the page, and no heading is said twice.
+    headings = [h.value for h in at.subheader]
+    assert headings[0] == "What each guarantee costs here"
+    assert len(headings) == len(set(headings))
+    shown = " ".join(m.value for m in at.markdown)
+    assert "measured here" in shown and "Produced by" not in shown
+    assert ".venv/bin/python -m benchmarks" not in shown
 
 
 @pytest.mark.kafka
