@@ -55,7 +55,11 @@ def no_none(df: pd.DataFrame) -> pd.DataFrame:
 
 def topic_picker(cluster: Cluster, key: str) -> tuple[str, int] | None:
     """A topic of the cluster (the one used last preselected) and a partition number."""
-    topics = logs.list_topic_names(cluster.direct_bootstrap)
+    # The cost benchmark's scratch topics (cost-tp-..., cost-lat-...) are deleted as it goes,
+    # but a deletion can lag or a stopped run leave some: they are not the room's to browse.
+    topics = [
+        t for t in logs.list_topic_names(cluster.direct_bootstrap) if not t.startswith("cost-")
+    ]
     if not topics:
         st.info("The cluster has no topics yet: run the compaction or transaction demo first.")
         return None
