@@ -31,6 +31,9 @@ def streamlit_command(address: str, port: int, *, headless: bool = True) -> list
         # with a room's viewers polling twice a second that took most of the CPU (py-spy: 58%
         # of the server's samples) and held the GIL the presenter's run needs.
         *("--runner.postScriptGC", "false"),
+        # A class does not edit the code while it runs: watching the repository for changes
+        # took about 91,000 inotify watches (.venv, .cache, runs) and a warning in the log.
+        *("--server.fileWatcherType", "none"),
     ]
 
 
