@@ -353,8 +353,17 @@ def test_spark_agrees_with_the_reference_on_anything(spark, run: Synthetic) -> N
 
 
 def test_an_empty_topic_loses_every_message(spark) -> None:
+    """Sent and never stored: lost. The same ids never sent are "never sent" (Kafka was never
+    asked to keep them), in Spark as in the reference."""
     spec = LevelSpec(level="at-least-once", topic="lab.empty.out", isolation="read_uncommitted")
     run = Synthetic(messages=3, levels=[spec])
+    results, verdicts = run_spark(spark, run)
+    assert results == run_reference(run)[0]
+    assert (results[spec.level]["lost"], results[spec.level]["never_sent"]) == (0, 3)
+    assert [v["verdict"] for v in verdicts[spec.level]] == ["never sent"] * 3
+    run.history = [
+        {"t": T0, "proc": "producer", "ev": "send", "id": i, "level": spec.level} for i in range(3)
+    ]
     results, verdicts = run_spark(spark, run)
     assert results == run_reference(run)[0]
     assert results[spec.level]["lost"] == 3
