@@ -24,7 +24,7 @@ The heavy reads instead (issue 37): after an ack-loss run, the presenter opens M
 Spark computes the run's metrics once (metrics.json); then, in each repeat, the presenter's
 next ack-loss run is timed twice, alone and with N websocket viewers opening Metrics at the
 moment Run is clicked (their page loads overlap the run). Counted while they load: the
-metrics.json files written (a viewer's computation would write one) and the Spark JVMs under
+metrics.json files written (a viewer's computation would write one) and the Java processes under
 the dashboard; noted per viewer: when its page finished loading and whether it drew the
 saved metrics. Repeats alternate alone and with viewers, so that the machine's drift falls
 on both.
@@ -128,15 +128,18 @@ def descendants(pid: int) -> list[int]:
     return found
 
 
-def jvms(pid: int) -> list[int]:
-    """The Java processes under the dashboard: Spark's JVM (a log dump's would be another)."""
-    out = []
+def jvms(pid: int) -> dict[int, str]:
+    """The Java processes under the dashboard, each named: Spark's, the Kafka broker's of its
+    cluster, or another (a log dump's)."""
+    out = {}
     for child in descendants(pid):
         try:
-            if Path(f"/proc/{child}/comm").read_text().strip() == "java":
-                out.append(child)
+            if Path(f"/proc/{child}/comm").read_text().strip() != "java":
+                continue
+            command = Path(f"/proc/{child}/cmdline").read_text()
         except OSError:
             continue
+        out[child] = "Spark" if "pyspark" in command else "Kafka" if "kafka" in command else "other"
     return out
 
 
@@ -285,7 +288,7 @@ def metrics_room(lead, url: str, key: str, server, state: str, viewers: int, rep
         f"| presenter's ack-loss click-to-verdict, alone (s) | with {viewers} viewers opening "
         "Metrics at the click (s) | change | viewers' Metrics page loaded after (s): median / "
         "max | viewers that drew the saved metrics | Spark computations started by viewers "
-        "(metrics.json written) | Spark JVMs started meanwhile |"
+        "(metrics.json written) | JVMs started meanwhile |"
     )
     print("|---|---|---|---|---|---|---|")
     load_text = f"{statistics.median(loads):.1f} / {max(loads):.1f}" if loads else "none loaded"
@@ -304,8 +307,8 @@ def metrics_room(lead, url: str, key: str, server, state: str, viewers: int, rep
         f"Dashboard memory (VmRSS of the Streamlit process, Spark's JVM excluded): "
         f"{memory['alone']:.0f} MB with the presenter alone and Spark up, "
         f"{max(peaks, default=0):.0f} MB at most while the viewers loaded, "
-        f"{memory['after']:.0f} MB after. Spark's JVM: "
-        + ", ".join(f"{rss_mb(pid):.0f} MB" for pid in jvms(server.pid))
+        f"{memory['after']:.0f} MB after. Java processes under it: "
+        + ", ".join(f"{name} {rss_mb(pid):.0f} MB" for pid, name in jvms(server.pid).items())
         + "."
     )
     print(
