@@ -159,6 +159,7 @@ class Room:
         self.page = page
         self.pages: list = []
         self.viewers: list[WsViewer] = []
+        self.errors: list[str] = []  # the viewers whose connection ended in an error
         self.loop = asyncio.new_event_loop()
         self.stop = asyncio.Event()
         self.thread: threading.Thread | None = None
@@ -181,7 +182,11 @@ class Room:
 
         async def serve() -> None:
             self.stop = asyncio.Event()
-            await asyncio.gather(*(v.run(self.stop) for v in self.viewers))
+            # One viewer's dropped connection must not end the others' (as with browsers).
+            ended = await asyncio.gather(
+                *(v.run(self.stop) for v in self.viewers), return_exceptions=True
+            )
+            self.errors = [repr(e) for e in ended if isinstance(e, BaseException)]
 
         self.thread = threading.Thread(target=self.loop.run_until_complete, args=(serve(),))
         self.thread.start()
@@ -232,7 +237,7 @@ def metrics_room(lead, url: str, key: str, server, state: str, viewers: int, rep
     computes: list[float] = []
     loads: list[float] = []  # each viewer's page load, from the moment they connected (s)
     shown = {METRICS_SHOWN: 0, METRICS_NOT_YET: 0, "neither": 0, "page not found": 0}
-    unloaded, writes, extra_jvms, peaks = 0, [], 0, []
+    unloaded, dropped, writes, extra_jvms, peaks = 0, 0, [], 0, []
     for repeat in range(repeats):
         for with_viewers in (False, True):
             # The latest run is the previous repeat's: the presenter computes it first, so
@@ -270,10 +275,11 @@ def metrics_room(lead, url: str, key: str, server, state: str, viewers: int, rep
                         shown["neither"] += 1
             finally:
                 room.close()
+            dropped += len(room.errors)
             print(
                 f"repeat {repeat + 1}, {viewers} viewers opening Metrics: {crowd[-1]:.1f} s; "
                 f"their pages loaded in {max(loads, default=0):.1f} s at most; "
-                f"metrics.json written meanwhile: {len(writes)}",
+                f"metrics.json written meanwhile: {len(writes)}; dropped: {len(room.errors)}",
                 flush=True,
             )
     memory["after"] = rss_mb(server.pid)
@@ -299,7 +305,8 @@ def metrics_room(lead, url: str, key: str, server, state: str, viewers: int, rep
     print()
     print(
         f"Median [min–max] of {repeats}. Viewers whose page never finished loading within "
-        f"180 s: {unloaded}; that showed the 'not computed yet' line: {shown[METRICS_NOT_YET]}; "
+        f"180 s: {unloaded}; whose connection ended in an error: {dropped}; that showed "
+        f"the 'not computed yet' line: {shown[METRICS_NOT_YET]}; "
         f"neither: {shown['neither']}; page not found: {shown['page not found']}. The "
         f"presenter's Spark computation before each run: {spread(computes)} s."
     )

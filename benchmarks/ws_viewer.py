@@ -73,7 +73,11 @@ class WsViewer:
 
     async def run(self, stop: asyncio.Event) -> None:
         stream = self.url.replace("http://", "ws://") + "/_stcore/stream"
-        async with websockets.connect(stream, subprotocols=["streamlit"], max_size=None) as ws:
+        # No keepalive pings: a browser sends none, and a server busy drawing sixty pages
+        # answers them late, which would close a connection a browser keeps.
+        async with websockets.connect(
+            stream, subprotocols=["streamlit"], max_size=None, ping_interval=None
+        ) as ws:
             await ws.send(self._rerun(page_name=self.page).SerializeToString())
             while not stop.is_set():
                 await self._rerun_due_fragments(ws)
