@@ -237,7 +237,9 @@ def metrics_room(lead, url: str, key: str, server, state: str, viewers: int, rep
     computes: list[float] = []
     loads: list[float] = []  # each viewer's page load, from the moment they connected (s)
     shown = {METRICS_SHOWN: 0, METRICS_NOT_YET: 0, "neither": 0, "page not found": 0}
-    unloaded, dropped, writes, extra_jvms, peaks = 0, 0, [], 0, []
+    unloaded, dropped, writes, extra_jvms, peaks, late = 0, 0, [], 0, [], 0
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
     for repeat in range(repeats):
         for with_viewers in (False, True):
             # The latest run is the previous repeat's: the presenter computes it first, so
@@ -255,7 +257,14 @@ def metrics_room(lead, url: str, key: str, server, state: str, viewers: int, rep
                 room.open(wait=False)
 
             try:
-                crowd.append(presenter_run(lead, url, key, "ack-loss", before_click=open_room)[0])
+                try:
+                    began = time.monotonic()
+                    crowd.append(
+                        presenter_run(lead, url, key, "ack-loss", before_click=open_room)[0]
+                    )
+                except PlaywrightTimeout:  # no verdict within presenter_run's 300 s
+                    late += 1
+                    crowd.append(time.monotonic() - began)
                 peaks.append(room.wait_loaded(180, server.pid))
                 # The presenter's run wrote no metrics.json (its page is on the Failure lab).
                 writes.extend(metrics_writes(runs_dir, opened["at"]))
@@ -277,7 +286,8 @@ def metrics_room(lead, url: str, key: str, server, state: str, viewers: int, rep
                 room.close()
             dropped += len(room.errors)
             print(
-                f"repeat {repeat + 1}, {viewers} viewers opening Metrics: {crowd[-1]:.1f} s; "
+                f"repeat {repeat + 1}, {viewers} viewers opening Metrics: {crowd[-1]:.1f} s "
+                f"(runs that gave up waiting for the verdict so far: {late}); "
                 f"their pages loaded in {max(loads, default=0):.1f} s at most; "
                 f"metrics.json written meanwhile: {len(writes)}; dropped: {len(room.errors)}",
                 flush=True,
@@ -304,7 +314,9 @@ def metrics_room(lead, url: str, key: str, server, state: str, viewers: int, rep
     )
     print()
     print(
-        f"Median [min–max] of {repeats}. Viewers whose page never finished loading within "
+        f"Median [min–max] of {repeats}. Presenter's runs whose verdict did not show within "
+        f"300 s of the click (timed up to the give-up instead): {late} of {repeats}. "
+        "Viewers whose page never finished loading within "
         f"180 s: {unloaded}; whose connection ended in an error: {dropped}; that showed "
         f"the 'not computed yet' line: {shown[METRICS_NOT_YET]}; "
         f"neither: {shown['neither']}; page not found: {shown['page not found']}. The "
