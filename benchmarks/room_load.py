@@ -17,19 +17,33 @@ card) with no viewers, then with the viewers following; for each viewer, when it
 showed the presenter's run's result (an in-page poll every 50 ms notes the moment), minus the
 moment the presenter's page showed it. Also the dashboard process's memory (VmRSS, with its
 children excluded) with and without the viewers. Prints Markdown.
+
+    .venv/bin/python -m benchmarks.room_load --metrics-viewers 60 [--repeats 3]
+
+The heavy reads instead (issue 37): after an ack-loss run, the presenter opens Metrics, where
+Spark computes the run's metrics once (metrics.json); then, in each repeat, the presenter's
+next ack-loss run is timed twice, alone and with N websocket viewers opening Metrics at the
+moment Run is clicked (their page loads overlap the run). Counted while they load: the
+metrics.json files written (a viewer's computation would write one) and the Java processes under
+the dashboard; noted per viewer: when its page finished loading and whether it drew the
+saved metrics. Repeats alternate alone and with viewers, so that the machine's drift falls
+on both.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import shutil
+import signal
 import statistics
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from benchmarks.ws_viewer import WsViewer
@@ -56,10 +70,13 @@ def rss_mb(pid: int) -> float:
     return 0.0
 
 
-def presenter_run(tab, url: str, key: str, name: str) -> tuple[float, float, str]:
+def presenter_run(
+    tab, url: str, key: str, name: str, before_click: Callable[[], None] | None = None
+) -> tuple[float, float, str]:
     """(click-to-verdict seconds, the moment the verdict showed, run id).
 
     Each load of the page is a new session, so it carries the presenter link's key.
+    `before_click` is called just before Run is pressed (the room's viewers open then).
     """
     from playwright.sync_api import expect
 
@@ -68,6 +85,8 @@ def presenter_run(tab, url: str, key: str, name: str) -> tuple[float, float, str
     tab.get_by_role("option", name=name, exact=True).click()
     run = tab.get_by_role("button", name="▶ Run")
     expect(run).to_be_enabled(timeout=300_000)
+    if before_click is not None:
+        before_click()
     began = time.monotonic()
     run.click()
     done = tab.get_by_text("Done: run")
@@ -77,18 +96,76 @@ def presenter_run(tab, url: str, key: str, name: str) -> tuple[float, float, str
     return elapsed, shown_at, done.inner_text().split("Done: run")[-1].strip()
 
 
+# What a Metrics page draws: the saved metrics' first line, or a viewer's line saying the
+# presenter has not computed them (pages/metrics.py).
+METRICS_SHOWN = "(computed at "
+METRICS_NOT_YET = "The presenter has not computed this run's metrics yet"
+
+
+def metrics_writes(runs_dir: Path, since: float) -> list[str]:
+    """The runs whose metrics.json was written at or after `since` (epoch s), sorted."""
+    return sorted(
+        path.parent.name
+        for path in runs_dir.glob("*/metrics.json")
+        if path.stat().st_mtime >= since
+    )
+
+
+def descendants(pid: int) -> list[int]:
+    """Every process under `pid` (children, their children...), from /proc."""
+    parents: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        parents.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    found, todo = [], [pid]
+    while todo:
+        for child in parents.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def jvms(pid: int) -> dict[int, str]:
+    """The Java processes under the dashboard, each named: Spark's, the Kafka broker's of its
+    cluster, or another (a log dump's)."""
+    out = {}
+    for child in descendants(pid):
+        try:
+            if Path(f"/proc/{child}/comm").read_text().strip() != "java":
+                continue
+            command = Path(f"/proc/{child}/cmdline").read_text()
+        except OSError:
+            continue
+        out[child] = "Spark" if "pyspark" in command else "Kafka" if "kafka" in command else "other"
+    return out
+
+
+def presenter_metrics(tab, url: str, key: str) -> float:
+    """The presenter opens Metrics on the latest run and waits for Spark's result (seconds)."""
+    began = time.monotonic()
+    tab.goto(f"{url}/metrics?key={key}")
+    tab.get_by_text(METRICS_SHOWN).first.wait_for(timeout=900_000)
+    return time.monotonic() - began
+
+
 class Room:
     """The viewers: websocket clients on their own event loop, or Chromium pages."""
 
-    def __init__(self, url: str, count: int, client: str, browser) -> None:
+    def __init__(self, url: str, count: int, client: str, browser, page: str = "failure_lab"):
         self.url, self.count, self.client, self.browser = url, count, client, browser
+        self.page = page
         self.pages: list = []
         self.viewers: list[WsViewer] = []
+        self.errors: list[str] = []  # the viewers whose connection ended in an error
         self.loop = asyncio.new_event_loop()
         self.stop = asyncio.Event()
         self.thread: threading.Thread | None = None
 
-    def open(self) -> None:
+    def open(self, wait: bool = True) -> None:
+        """Connect the viewers; with `wait`, return once each has its page and fragment timers."""
         if self.client == "browser":
             for _ in range(self.count):
                 context = self.browser.new_context(viewport={"width": 1280, "height": 800})
@@ -100,14 +177,21 @@ class Room:
             for page in self.pages:
                 page.get_by_text("Follow the presenter").first.wait_for()
             return
-        self.viewers = [WsViewer(self.url, "failure_lab") for _ in range(self.count)]
+        watch = (METRICS_SHOWN, METRICS_NOT_YET)
+        self.viewers = [WsViewer(self.url, self.page, watch) for _ in range(self.count)]
 
         async def serve() -> None:
             self.stop = asyncio.Event()
-            await asyncio.gather(*(v.run(self.stop) for v in self.viewers))
+            # One viewer's dropped connection must not end the others' (as with browsers).
+            ended = await asyncio.gather(
+                *(v.run(self.stop) for v in self.viewers), return_exceptions=True
+            )
+            self.errors = [repr(e) for e in ended if isinstance(e, BaseException)]
 
         self.thread = threading.Thread(target=self.loop.run_until_complete, args=(serve(),))
         self.thread.start()
+        if not wait:
+            return
         deadline = time.time() + 120
         while time.time() < deadline and not all(v.timers for v in self.viewers):
             time.sleep(0.2)  # every viewer has its page and its fragment's timer
@@ -125,15 +209,145 @@ class Room:
                 return done
             time.sleep(0.2)
 
+    def wait_loaded(self, timeout: float, server_pid: int) -> float:
+        """Until each viewer's first full script run ended; the dashboard's peak VmRSS meanwhile."""
+        deadline, peak = time.time() + timeout, rss_mb(server_pid)
+        while time.time() < deadline and not all(v.loaded_at for v in self.viewers):
+            time.sleep(0.2)
+            peak = max(peak, rss_mb(server_pid))
+        return peak
+
     def close(self) -> None:
         if self.thread is not None:
             self.loop.call_soon_threadsafe(self.stop.set)
             self.thread.join(30)
 
 
+def metrics_room(lead, url: str, key: str, server, state: str, viewers: int, repeats: int) -> None:
+    """The presenter's next ack-loss run alone and with `viewers` opening Metrics at its click."""
+    runs_dir = Path(f"{state}/runs")
+    load = os.getloadavg()
+    presenter_run(lead, url, key, "ack-loss")  # a run to look at, and the page warmed up
+    first = presenter_metrics(lead, url, key)  # Spark starts, then computes
+    print(f"Spark started and computed the first run in {first:.1f} s", flush=True)
+    memory = {"alone": rss_mb(server.pid)}
+    jvm_count = len(jvms(server.pid))
+    alone: list[float] = []
+    crowd: list[float] = []
+    computes: list[float] = []
+    loads: list[float] = []  # each viewer's page load, from the moment they connected (s)
+    shown = {METRICS_SHOWN: 0, METRICS_NOT_YET: 0, "neither": 0, "page not found": 0}
+    unloaded, dropped, writes, extra_jvms, peaks, late = 0, 0, [], 0, [], 0
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    for repeat in range(repeats):
+        for with_viewers in (False, True):
+            # The latest run is the previous repeat's: the presenter computes it first, so
+            # the viewers find saved metrics to draw (the heaviest page they can ask for).
+            computes.append(presenter_metrics(lead, url, key))
+            if not with_viewers:
+                alone.append(presenter_run(lead, url, key, "ack-loss")[0])
+                print(f"repeat {repeat + 1}, alone: {alone[-1]:.1f} s", flush=True)
+                continue
+            room = Room(url, viewers, "ws", None, page="metrics")
+            opened = {"at": 0.0}
+
+            def open_room(room=room, opened=opened) -> None:
+                opened["at"] = time.time()
+                room.open(wait=False)
+
+            try:
+                try:
+                    began = time.monotonic()
+                    crowd.append(
+                        presenter_run(lead, url, key, "ack-loss", before_click=open_room)[0]
+                    )
+                except PlaywrightTimeout:  # no verdict within presenter_run's 300 s
+                    late += 1
+                    crowd.append(time.monotonic() - began)
+                peaks.append(room.wait_loaded(180, server.pid))
+                # The presenter's run wrote no metrics.json (its page is on the Failure lab).
+                writes.extend(metrics_writes(runs_dir, opened["at"]))
+                extra_jvms = max(extra_jvms, len(jvms(server.pid)) - jvm_count)
+                for v in room.viewers:
+                    if v.loaded_at is None:
+                        unloaded += 1
+                    else:
+                        loads.append(v.loaded_at - opened["at"])
+                    if v.page_not_found:
+                        shown["page not found"] += 1
+                    elif METRICS_SHOWN in v.found:
+                        shown[METRICS_SHOWN] += 1
+                    elif METRICS_NOT_YET in v.found:
+                        shown[METRICS_NOT_YET] += 1
+                    else:
+                        shown["neither"] += 1
+            finally:
+                room.close()
+            dropped += len(room.errors)
+            print(
+                f"repeat {repeat + 1}, {viewers} viewers opening Metrics: {crowd[-1]:.1f} s "
+                f"(runs that gave up waiting for the verdict so far: {late}); "
+                f"their pages loaded in {max(loads, default=0):.1f} s at most; "
+                f"metrics.json written meanwhile: {len(writes)}; dropped: {len(room.errors)}",
+                flush=True,
+            )
+    memory["after"] = rss_mb(server.pid)
+    after_load = os.getloadavg()
+
+    def spread(values: list[float]) -> str:
+        return f"{statistics.median(values):.1f} [{min(values):.1f}–{max(values):.1f}]"
+
+    a, c = statistics.median(alone), statistics.median(crowd)
+    print()
+    print(
+        f"| presenter's ack-loss click-to-verdict, alone (s) | with {viewers} viewers opening "
+        "Metrics at the click (s) | change | viewers' Metrics page loaded after (s): median / "
+        "max | viewers that drew the saved metrics | Spark computations started by viewers "
+        "(metrics.json written) | JVMs started meanwhile |"
+    )
+    print("|---|---|---|---|---|---|---|")
+    load_text = f"{statistics.median(loads):.1f} / {max(loads):.1f}" if loads else "none loaded"
+    print(
+        f"| {spread(alone)} | {spread(crowd)} | {100 * (c - a) / a:+.0f}% | {load_text} | "
+        f"{shown[METRICS_SHOWN]} of {viewers * repeats} | {len(writes)} | {extra_jvms} |"
+    )
+    print()
+    print(
+        f"Median [min–max] of {repeats}. Presenter's runs whose verdict did not show within "
+        f"300 s of the click (timed up to the give-up instead): {late} of {repeats}. "
+        "Viewers whose page never finished loading within "
+        f"180 s: {unloaded}; whose connection ended in an error: {dropped}; that showed "
+        f"the 'not computed yet' line: {shown[METRICS_NOT_YET]}; "
+        f"neither: {shown['neither']}; page not found: {shown['page not found']}. The "
+        f"presenter's Spark computation before each run: {spread(computes)} s."
+    )
+    print(
+        f"Dashboard memory (VmRSS of the Streamlit process, Spark's JVM excluded): "
+        f"{memory['alone']:.0f} MB with the presenter alone and Spark up, "
+        f"{max(peaks, default=0):.0f} MB at most while the viewers loaded, "
+        f"{memory['after']:.0f} MB after. Java processes under it: "
+        + ", ".join(f"{name} {rss_mb(pid):.0f} MB" for pid, name in jvms(server.pid).items())
+        + "."
+    )
+    print(
+        "Load average (1/5/15 min) at the start: "
+        + " / ".join(f"{x:.2f}" for x in load)
+        + "; at the end: "
+        + " / ".join(f"{x:.2f}" for x in after_load)
+        + f"; {os.cpu_count()} cores."
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--viewers", type=int, default=30)
+    parser.add_argument(
+        "--metrics-viewers",
+        type=int,
+        default=0,
+        help="instead: N viewers open Metrics at the presenter's ack-loss click",
+    )
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--client", choices=("ws", "browser"), default="ws")
     parser.add_argument("--scenario", action="append", choices=SCENARIOS)
@@ -164,6 +378,10 @@ def main() -> None:
             lead.set_default_timeout(300_000)
             lead.goto(f"{url}/?key={key}")
             lead.get_by_text("node 1: running").wait_for(timeout=300_000)
+            if args.metrics_viewers:
+                metrics_room(lead, url, key, server, state, args.metrics_viewers, args.repeats)
+                browser.close()
+                return
             for name in scenarios:  # warm-up, untimed
                 presenter_run(lead, url, key, name)
             memory[0] = rss_mb(server.pid)
@@ -192,8 +410,12 @@ def main() -> None:
             memory[-1] = rss_mb(server.pid)
             browser.close()
     finally:
+        left = descendants(server.pid)  # Spark's JVM among them, when Metrics started it
         server.terminate()
         server.wait(30)
+        for pid in left:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
         shutil.rmtree(state, ignore_errors=True)
 
     print()

@@ -8,7 +8,12 @@ asks for (`auto_rerun`, dropped when a full script run no longer registers it), 
 deltas the server sends back. The server's work per viewer is therefore the same as for a
 browser; the drawing is left out.
 
-Used by benchmarks/room_load.py (`--client ws`).
+A page is asked for by its URL path (`page_name` in the rerun request, e.g. "metrics"), as a
+browser opening http://host/metrics does; Streamlit's st.navigation matches it against each
+page's `url_pathname` and the `navigation` message it sends back gives the page's script hash,
+which later requests carry.
+
+Used by benchmarks/room_load.py (`--client ws`, and `--metrics-viewers`).
 """
 
 from __future__ import annotations
@@ -26,13 +31,39 @@ RUN_CAPTION = re.compile(r"Run `([^`]+)`")  # pages._run_view.render_run's first
 FULL_DONE = ForwardMsg.ScriptFinishedStatus.Value("FINISHED_SUCCESSFULLY")
 
 
+def page_request(
+    page_name: str, page_hash: str = "", *, fragment_id: str = "", auto: bool = False
+) -> BackMsg:
+    """The BackMsg a browser sends to run `page_name` (a URL path), or one of its fragments."""
+    msg = BackMsg()
+    state = msg.rerun_script
+    state.page_name, state.page_script_hash = page_name, page_hash
+    if fragment_id:
+        state.fragment_id, state.is_auto_rerun = fragment_id, auto
+    return msg
+
+
+def element_text(element) -> str:
+    """The text of a markdown (caption, write) or alert (st.info, st.warning...) element."""
+    kind = element.WhichOneof("type")
+    if kind == "markdown":
+        return element.markdown.body
+    if kind == "alert":
+        return element.alert.body
+    return ""
+
+
 @dataclass
 class WsViewer:
     """One viewer's session on `page` (its URL path, e.g. "failure_lab")."""
 
     url: str
     page: str
+    watch: tuple[str, ...] = ()  # texts whose first appearance is noted in `found`
     seen: dict[str, float] = field(default_factory=dict)  # run id -> when its result showed
+    found: dict[str, float] = field(default_factory=dict)  # watched text -> when it showed
+    loaded_at: float | None = None  # when the first full script run finished (epoch s)
+    page_not_found: bool = False
     messages: int = 0
     page_hash: str = ""
     timers: dict[str, float] = field(default_factory=dict)  # fragment id -> interval (s)
@@ -42,7 +73,11 @@ class WsViewer:
 
     async def run(self, stop: asyncio.Event) -> None:
         stream = self.url.replace("http://", "ws://") + "/_stcore/stream"
-        async with websockets.connect(stream, subprotocols=["streamlit"], max_size=None) as ws:
+        # No keepalive pings: a browser sends none, and a server busy drawing sixty pages
+        # answers them late, which would close a connection a browser keeps.
+        async with websockets.connect(
+            stream, subprotocols=["streamlit"], max_size=None, ping_interval=None
+        ) as ws:
             await ws.send(self._rerun(page_name=self.page).SerializeToString())
             while not stop.is_set():
                 await self._rerun_due_fragments(ws)
@@ -53,12 +88,7 @@ class WsViewer:
                 self._read(raw if isinstance(raw, bytes) else raw.encode())
 
     def _rerun(self, *, page_name: str = "", fragment_id: str = "", auto: bool = False) -> BackMsg:
-        msg = BackMsg()
-        state = msg.rerun_script
-        state.page_name, state.page_script_hash = page_name, self.page_hash
-        if fragment_id:
-            state.fragment_id, state.is_auto_rerun = fragment_id, auto
-        return msg
+        return page_request(page_name, self.page_hash, fragment_id=fragment_id, auto=auto)
 
     async def _rerun_due_fragments(self, ws) -> None:
         # As the browser does: a fragment's timer does not interrupt a script run under way.
@@ -91,11 +121,17 @@ class WsViewer:
                 "FINISHED_EARLY_FOR_RERUN"
             )
             if msg.script_finished == FULL_DONE:  # the fragments of this full run, only
+                if self.loaded_at is None:
+                    self.loaded_at = time.time()
                 self.timers = dict(self._registering)
                 self._due = {f: t for f, t in self._due.items() if f in self.timers}
             self._registering = {}
+        elif kind == "page_not_found":
+            self.page_not_found = True
         elif kind == "delta" and msg.delta.WhichOneof("type") == "new_element":
-            element = msg.delta.new_element
-            body = element.markdown.body if element.WhichOneof("type") == "markdown" else ""
+            body = element_text(msg.delta.new_element)
             if match := RUN_CAPTION.search(body):
                 self.seen.setdefault(match.group(1), time.time())
+            for text in self.watch:
+                if text in body:
+                    self.found.setdefault(text, time.time())
