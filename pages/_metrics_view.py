@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import re
 import time
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
 import plotly.graph_objects as go
+import streamlit as st
 from plotly.subplots import make_subplots
 
+from engine import paths, record
 from pages._run_view import draw_fault_bands
 
 # One colour per level, the same in every chart of the page.
@@ -275,3 +278,55 @@ def room_reason(reason: str) -> str:
     """Why Kafka could not serve the run, without the command line's advice (a bootstrap
     variable, --from-record): the page has already read the record instead."""
     return re.split(r"\s+(?:Start the run's cluster|Point LAB_METRICS_BOOTSTRAP)", reason)[0]
+
+
+# ---- the room's shared reads ------------------------------------------------------------
+# Sixty viewers opening Metrics at once each parsed every run.json and the same large
+# metrics.json files, under one GIL beside the presenter's run. Each file is read once per
+# version (its modification time) and the parsed object is shared between sessions:
+# read-only, as every caller here uses it.
+def _stamp(path: Path) -> float | None:
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return None
+
+
+@st.cache_resource(show_spinner=False, max_entries=64)
+def _metrics_version(run_id: str, stamp: float) -> dict[str, Any] | None:
+    return record.load_metrics(run_id)
+
+
+@st.cache_resource(show_spinner=False, max_entries=64)
+def _result_version(run_id: str, stamp: float) -> dict[str, Any]:
+    return record.load_result(run_id)
+
+
+def shared_metrics(run_id: str) -> dict[str, Any] | None:
+    """A run's saved metrics, parsed once per version for every session (read-only)."""
+    stamp = _stamp(record.run_folder(run_id) / "metrics.json")
+    return None if stamp is None else _metrics_version(run_id, stamp)
+
+
+def shared_result(run_id: str) -> dict[str, Any]:
+    """A run's result.json, parsed once per version for every session (read-only)."""
+    stamp = _stamp(record.run_folder(run_id) / "result.json")
+    if stamp is None:
+        return record.load_result(run_id)  # raises the record's own error
+    return _result_version(run_id, stamp)
+
+
+@st.cache_resource(show_spinner=False, max_entries=8)
+def _runs_version(signature: tuple[tuple[str, float | None], ...]) -> list[dict[str, Any]]:
+    return record.list_runs()
+
+
+def shared_runs() -> list[dict[str, Any]]:
+    """The recorded runs, parsed again only when a run.json changed (a stat per run, not a
+    parse per run and session); read-only."""
+    root = paths.runs_dir()
+    folders = sorted(root.iterdir()) if root.is_dir() else []
+    signature = tuple((f.name, _stamp(f / "run.json")) for f in folders if f.is_dir())
+    if any(stamp is None for _name, stamp in signature):
+        return record.list_runs()  # a run being written, or damaged: as the record says now
+    return _runs_version(signature)

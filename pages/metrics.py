@@ -20,6 +20,9 @@ from pages._metrics_view import (
     percentile_table,
     rates_figure,
     room_reason,
+    shared_metrics,
+    shared_result,
+    shared_runs,
     throughput_figure,
 )
 from pages._roles import is_presenter
@@ -154,7 +157,7 @@ def render(meta: dict[str, Any], metrics: dict[str, Any]) -> None:
         )
     results = ordered_results(metrics, meta.get("levels"))
     try:
-        checked = record.load_result(meta["run_id"])["results"]
+        checked = shared_result(meta["run_id"])["results"]
     except LabError:
         checked = {}
     differences = agreement(metrics, checked)
@@ -245,7 +248,7 @@ def render_history(
 ) -> None:
     st.subheader(f"Across runs: {scenario}")
     same = [m for m in runs if m.get("scenario") == scenario]
-    saved_by_id = {m["run_id"]: record.load_metrics(m["run_id"]) for m in same}
+    saved_by_id = {m["run_id"]: shared_metrics(m["run_id"]) for m in same}
     missing = [m for m in same if saved_by_id[m["run_id"]] is None]
     if missing and not presenter:
         st.caption(
@@ -283,7 +286,7 @@ def render_history(
     st.dataframe(frame.drop(columns=["started_at"]), hide_index=True, width="stretch")
 
 
-runs = [m for m in record.list_runs() if m.get("status") == "complete"]
+runs = [m for m in shared_runs() if m.get("status") == "complete"]
 if not runs:
     st.info(
         "No recorded runs yet. Run a scenario in the Failure lab, or with "
@@ -308,7 +311,7 @@ if presenter:
     service.ensure_started()
 spark_panel(service, presenter)
 
-saved = record.load_metrics(meta["run_id"])
+saved = shared_metrics(meta["run_id"])
 if presenter and service.state == "ready" and saved is None:
     saved = compute_once(meta["run_id"], service)  # a run opened for the first time
 if (

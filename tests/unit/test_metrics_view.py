@@ -40,3 +40,28 @@ def test_the_page_gives_the_reason_without_command_line_advice() -> None:
     assert room_reason(reason).endswith("its topics were deleted.")
     down = "No Kafka broker answers at b (x). Start the run's cluster, point LAB_METRICS_BOOTSTRAP"
     assert room_reason(down) == "No Kafka broker answers at b (x)."
+
+
+def test_the_rooms_reads_are_shared_until_a_file_changes(tmp_path, monkeypatch) -> None:
+    """Sixty viewers share one parse of each run.json and metrics.json version."""
+    import json
+    import os
+
+    from pages._metrics_view import shared_metrics, shared_runs
+
+    monkeypatch.setenv("LAB_RUNS_DIR", str(tmp_path))
+    folder = tmp_path / "20260101-000000-ack-loss-abcd"
+    folder.mkdir()
+    meta = {"run_id": folder.name, "status": "complete", "started_at": 1.0}
+    (folder / "run.json").write_text(json.dumps(meta))
+    first = shared_runs()
+    assert [m["run_id"] for m in first] == [folder.name]
+    assert shared_runs() is first  # nothing changed: the same parsed list
+    (folder / "run.json").write_text(json.dumps({**meta, "status": "interrupted"}))
+    os.utime(folder / "run.json", (5.0, 5.0))
+    assert shared_runs()[0]["status"] == "interrupted"
+
+    assert shared_metrics(folder.name) is None
+    (folder / "metrics.json").write_text(json.dumps({"results": {}}))
+    saved = shared_metrics(folder.name)
+    assert saved == {"results": {}} and shared_metrics(folder.name) is saved
