@@ -195,10 +195,12 @@ def test_failure_lab_shows_the_run_live_before_it_is_done(browser, dashboard):
         tab.get_by_role("combobox", name="Scenario").click()
         tab.get_by_role("option", name="consumer-crash").click()
         tab.get_by_role("heading", name="The processor dies between its output").wait_for()
-        # A slower processor, so that a loaded machine still shows the counters mid-run.
+        # A slower processor (30 messages x 150 ms, about 5 s a level), so that a loaded
+        # machine still draws the lanes while the counters move: at 60 ms a CI run under
+        # load drew its first reading at the final value, and the lanes were gone.
         tab.get_by_text("Parameters").click()
         work = tab.get_by_role("spinbutton", name="Processing time per message (ms)")
-        work.fill("60")
+        work.fill("150")
         work.press("Enter")
         tab.get_by_text("Parameters").click()  # folded again: the lanes need the screen
         tab.get_by_role("button", name="▶ Run").click()
