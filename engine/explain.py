@@ -502,7 +502,7 @@ def broker_answers(faults: Sequence[dict[str, Any]]) -> list[str]:
             which = f"{len(seen)} Produce requests (correlation ids {first.get('correlation_id')}"
             which += f" to {seen[-1].get('correlation_id')})"
         who = (
-            "fatal for an idempotent or transactional producer: librdkafka does not retry it"
+            "fatal for a transactional producer in librdkafka, which does not retry it"
             if error in FENCING_ERRORS
             else "the client retries such an error on its own, if its settings allow"
         )
@@ -515,7 +515,8 @@ def broker_answers(faults: Sequence[dict[str, Any]]) -> list[str]:
 
 
 # Answers that mean "a newer producer with your id holds a higher epoch": librdkafka raises
-# them as fatal (_FENCED) for a transactional producer instead of retrying (rdkafka_txnmgr.c).
+# them as fatal (_FENCED) for a transactional producer instead of retrying (rdkafka_txnmgr.c,
+# rdkafka_request.c). The Java client treats a timeout's epoch bump as abortable (KIP-588).
 FENCING_ERRORS = frozenset({"INVALID_PRODUCER_EPOCH", "PRODUCER_FENCED"})
 
 
