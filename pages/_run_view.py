@@ -17,7 +17,7 @@ import streamlit.components.v1 as components
 
 from engine.checker import LATENCY_DEFINITION
 from engine.live import fault_fold, fault_raw, fault_text, fold_text, nemesis_text
-from engine.words import say_fault
+from engine.words import PROXY_WORDS, say_fault
 from pages._presenter import presenter_on
 
 COUNTS = [
@@ -727,7 +727,9 @@ def fault_bands(result: dict[str, Any], start: float) -> list[dict[str, Any]]:
         duration = float(fault.get("duration_s") or 0.05)
         colour = "#c62828" if kind in ("crash", "kill-leader", "kill-follower") else "#ef6c00"
         event = {**fault, "ev": "proxy" if fault.get("source") == "proxy" else "nemesis"}
-        label = BAND_WORDS.get(kind) or short_text(event) or say_fault(kind).words
+        # A proxy's drop is said in its short words; its request is in the evidence.
+        dropped = kind.endswith("_dropped") and kind in PROXY_WORDS
+        label = PROXY_WORDS[kind] if dropped else short_text(event) or say_fault(kind).words
         bands.append(
             {
                 **band(t, t + duration, label, colour, fault_raw(event)),
@@ -738,17 +740,6 @@ def fault_bands(result: dict[str, Any], start: float) -> list[dict[str, Any]]:
     for target, t in paused_at.items():
         bands.append(band(t, t + 0.05, f"{target} frozen", "#f9a825", "pause"))
     return bands
-
-
-# Short words for the proxy's drops: the band sits on the chart, its request in the evidence.
-BAND_WORDS = {
-    "produce_response_dropped": "ack dropped",
-    "produce_request_dropped": "write lost on the way",
-    "offset_commit_response_dropped": "commit's answer dropped",
-    "offset_commit_request_dropped": "commit lost on the way",
-    "end_txn_response_dropped": "transaction end's answer dropped",
-    "end_txn_request_dropped": "transaction end lost on the way",
-}
 
 
 def short_text(event: dict[str, Any]) -> str | None:
