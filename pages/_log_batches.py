@@ -9,7 +9,7 @@ from engine import logs
 from engine.cluster import Cluster
 from pages._log_common import no_none, not_ready, table, topic_picker
 from pages._roles import is_presenter
-from pages._room_results import not_yet, room_results
+from pages._room_results import room_results, show_presenters
 from pages._shared import show_error
 
 DUMP = "log dump"
@@ -26,12 +26,7 @@ def batches_tab(cluster: Cluster | None) -> None:
     )
     if not is_presenter():
         # A dump starts a JVM on the presenter's machine: viewers see the presenter's.
-        shared = room_results().get(DUMP)
-        if shared is None:
-            not_yet("dumps the log (Kafka's tool starts a JVM)")
-            return
-        st.caption(f"The presenter's latest dump, made at {shared.when}.")
-        show_dump(shared.value)
+        show_presenters(DUMP, "dumps the log (Kafka's tool starts a JVM)", "dump", show_dump)
         return
     if cluster is None:
         not_ready()

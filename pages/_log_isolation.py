@@ -16,7 +16,7 @@ from engine.cluster import Cluster
 from engine.live import nemesis_text
 from pages._log_common import not_ready, table, topic_picker
 from pages._roles import is_presenter, require_presenter
-from pages._room_results import not_yet, room_results
+from pages._room_results import room_results, show_presenters
 from pages._shared import show_error
 
 ISOLATION_READ = "isolation read"
@@ -141,12 +141,7 @@ def offsets_figure(readings: list[dict[str, Any]], history: list[dict[str, Any]]
 def live_isolation(cluster: Cluster) -> None:
     if not is_presenter():
         # Consumers at both isolation levels and a log dump: once, for the room.
-        shared = room_results().get(ISOLATION_READ)
-        if shared is None:
-            not_yet("reads both isolation levels")
-            return
-        st.caption(f"The presenter's latest reading, made at {shared.when}.")
-        show_isolation(shared.value)
+        show_presenters(ISOLATION_READ, "reads both isolation levels", "reading", show_isolation)
         return
     picked = topic_picker(cluster, "logs_live_topic")
     if picked is None:

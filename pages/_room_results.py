@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -56,3 +57,14 @@ def not_yet(what: str) -> None:
         "presenter has done it.",
         icon="👀",
     )
+
+
+def show_presenters(kind: str, what: str, made: str, show: Callable[[Any], None]) -> None:
+    """A viewer's view of a heavy read: the presenter's latest result of `kind`, drawn by
+    `show`, or the line saying the presenter has not made it yet."""
+    shared = room_results().get(kind)
+    if shared is None:
+        not_yet(what)
+        return
+    st.caption(f"The presenter's latest {made}, made at {shared.when}.")
+    show(shared.value)
