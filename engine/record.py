@@ -18,6 +18,7 @@ import os
 import re
 import shutil
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -274,22 +275,27 @@ def mark_interrupted(folder: Path, meta: dict[str, Any]) -> dict[str, Any]:
     return meta
 
 
+def _run_metas() -> Iterator[tuple[Path, Any]]:
+    """(folder, its parsed run.json, or None if unreadable) for every run folder."""
+    root = paths.runs_dir()
+    if not root.is_dir():
+        return
+    for folder in root.iterdir():
+        if not folder.is_dir() or not RUN_ID_PATTERN.fullmatch(folder.name):
+            continue
+        try:
+            yield folder, json.loads((folder / "run.json").read_text())
+        except (OSError, json.JSONDecodeError):
+            yield folder, None
+
+
 def interrupt_orphaned_runs() -> list[str]:
     """Mark every "running" run whose owner is gone as interrupted; returns their ids.
 
     What a starting dashboard (and `engine run`, `engine runs`) does about a crashed one.
     """
     marked = []
-    root = paths.runs_dir()
-    if not root.is_dir():
-        return marked
-    for folder in root.iterdir():
-        if not folder.is_dir() or not RUN_ID_PATTERN.fullmatch(folder.name):
-            continue
-        try:
-            meta = json.loads((folder / "run.json").read_text())
-        except (OSError, json.JSONDecodeError):
-            continue
+    for folder, meta in _run_metas():
         if isinstance(meta, dict) and owner_gone(meta, folder):
             try:
                 mark_interrupted(folder, meta)
@@ -305,16 +311,9 @@ def list_runs() -> list[dict[str, Any]]:
     A "running" run whose owner is gone is listed as "interrupted" even before a starting
     dashboard writes so into its run.json (`interrupt_orphaned_runs`).
     """
-    root = paths.runs_dir()
-    if not root.is_dir():
-        return []
     runs = []
-    for folder in root.iterdir():
-        if not folder.is_dir() or not RUN_ID_PATTERN.fullmatch(folder.name):
-            continue
-        try:
-            meta = json.loads((folder / "run.json").read_text())
-        except (OSError, json.JSONDecodeError):
+    for folder, meta in _run_metas():
+        if meta is None:
             runs.append({"run_id": folder.name, "status": "damaged", "started_at": 0})
             continue
         if meta.get("status") == "running" and meta.get("owner") and owner_gone(meta, folder):
