@@ -46,10 +46,10 @@ PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
 CHECK_INTERVAL_S = 1.0
 
 
-def _stat(pid: int) -> list[str] | None:
+def proc_stat(pid: int) -> list[str] | None:
     """The fields of /proc/PID/stat after the command name, or None if it cannot be read.
 
-    Read here rather than through engine.cluster.pids: the engine.cluster package imports
+    Kept here, not in engine.cluster.pids (which uses it): the engine.cluster package imports
     the Kafka admin modules (0.18 s here), and every client starts through this module.
     """
     try:
@@ -63,7 +63,7 @@ def pid_alive(pid: int) -> bool:
     if pid <= 0:
         return False
     if Path("/proc/self/stat").exists():
-        fields = _stat(pid)
+        fields = proc_stat(pid)
         return fields is not None and fields[0] not in ("Z", "X")
     try:
         os.kill(pid, 0)
@@ -76,7 +76,7 @@ def pid_alive(pid: int) -> bool:
 
 def process_start_ticks(pid: int) -> int | None:
     """When the process started, in clock ticks since boot: with the pid, names it uniquely."""
-    fields = _stat(pid)
+    fields = proc_stat(pid)
     try:
         return int(fields[19]) if fields else None  # field 22 of stat; 3 is fields[0]
     except (IndexError, ValueError):

@@ -11,31 +11,18 @@ import os
 import time
 from pathlib import Path
 
+from engine.leash import pid_alive as leash_pid_alive
+from engine.leash import proc_stat
+
 
 def _proc_state(pid: int) -> str | None:
     """The kernel's one-letter state of a process (R, S, T, Z, ...), or None if it is gone."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-        return stat.rsplit(")", 1)[1].split()[0]
-    except (FileNotFoundError, ProcessLookupError, IndexError):
-        return None
-    except OSError:
-        return None
+    fields = proc_stat(pid)
+    return fields[0] if fields else None
 
 
 def pid_alive(pid: int | None) -> bool:
-    if not pid:
-        return False
-    if Path("/proc").is_dir():
-        state = _proc_state(pid)
-        return state is not None and state not in ("Z", "X")
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    return pid is not None and leash_pid_alive(pid)
 
 
 def pid_paused(pid: int | None, recorded: bool) -> bool:
