@@ -182,6 +182,9 @@ def loopback(monkeypatch):
     config.set_option("server.address", "127.0.0.1")
     yield
     config.set_option("server.address", before)
+    # AppTest reuses one session id: a rehearsal viewer left in the table would make the
+    # next test's loopback session a viewer too (seen: the Log views test found no buttons).
+    role_table.clear()
 
 
 def test_rehearsing_the_room_on_loopback_opens_a_viewers_tab(loopback):
