@@ -1,8 +1,8 @@
 """Cost of guarantees: each delivery guarantee's throughput and latency here, beside the claims.
 
 The first screen answers "what does each guarantee cost here", from the last full run of the
-cost benchmark (benchmarks/README.md); the tables behind it fold away. The quick run (one to
-two minutes) measures on the dashboard's cluster.
+cost benchmark (benchmarks/README.md); the tables behind it fold away. The quick run (more
+than a minute) measures on the dashboard's cluster.
 """
 
 from __future__ import annotations
@@ -193,9 +193,9 @@ def show_measurements(result: QuickResult) -> None:
 
 st.subheader("Measure it here")
 st.caption(
-    "The quick run takes one to two minutes on this machine (about 67 s on an idle 1-node "
-    "cluster with the default settings): fewer, shorter trials than the full benchmark, so "
-    "its spread is wider, and it says when it is too noisy to compare."
+    "The quick run takes more than a minute (its progress shows while it runs): fewer, "
+    "shorter trials than the full benchmark, so its spread is wider, and it says when it is "
+    "too noisy to compare."
 )
 service = cluster_service()
 if service.state == "idle":
