@@ -126,6 +126,13 @@ def explain(
             _nemesis_evidence(event, out)
             if event.get("kind") == "resume":
                 resumed_at[str(event.get("target"))] = event["t"]
+        elif ev == "fenced" and not replaced and proc.startswith("producer"):
+            # No other instance ran: the coordinator's abort of a timed-out transaction bumped
+            # the epoch (the txn_abort line before says so), whatever librdkafka's text says.
+            out.evidence.append(
+                f"{proc} was fenced: its epoch was no longer the newest "
+                f":small[`{event.get('error')}`] ({event.get('reason')})."
+            )
         elif ev == "fenced":
             by = f" by the {event['by']}" if event.get("by") else ""
             out.evidence.append(
@@ -133,6 +140,9 @@ def explain(
                 f"{fenced_words(event.get('error'), event.get('reason'))} "
                 f"({event.get('reason')})."
             )
+        elif ev == "restart":
+            # A new producer in the same process: what it writes is its own, not a zombie's.
+            resumed_at.pop(proc, None)
         elif ev == "commit_rejected":
             out.evidence.append(
                 f"{proc}'s commit of offsets {event.get('offsets')} was rejected: "
@@ -688,6 +698,13 @@ def _resume_choice(proc: str, event: dict[str, Any]) -> str:
     what = POLICIES.get(str(event.get("policy")), str(event.get("policy")))
     ids = event.get("ids") or []
     sent = ids_phrase(ids) if ids else "nothing"
+    if event.get("restart"):  # the same process, after its producer was fenced
+        return (
+            f"{proc} was fenced with no newer instance of its transactional.id, so the "
+            "application started a new producer with that id (a fenced librdkafka producer "
+            f"can do nothing more), whose init_transactions took the next epoch; it {what}: "
+            f"{sent}."
+        )
     return f"The replacement producer ({proc}) {what}: {sent}."
 
 

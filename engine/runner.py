@@ -202,6 +202,11 @@ class LevelRun:
                 txn = {
                     "id": f"{self.run_id}-{self.level.name}-producer-txn",
                     "size": workload.commit_every,
+                    # The application's choice: a fenced instance that still owns the id
+                    # (nobody replaced it: its own transaction timed out) starts a new
+                    # producer and finishes the workload (engine.roles.producer).
+                    "owner_file": str(self.folder / "producer-owner.txt"),
+                    "restart_when_fenced": True,
                     **self.scenario.transactions,
                 }
         return {

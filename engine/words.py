@@ -33,6 +33,7 @@ EVENT_WORDS: dict[str, str] = {
     "ack": "acknowledged by the broker",
     "fail": "given up by the producer",
     "resume": "back after a restart, sending what is left",
+    "restart": "a new producer, started by the application after fencing",
     "txn_init": "transactions set up (a new epoch for its id)",
     "txn_begin": "transaction begun",
     "txn_flushed": "transaction's records written, not yet committed",

@@ -29,9 +29,10 @@ another process's history:
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -108,6 +109,12 @@ class ProducerHistory:
             self._acked.clear()
 
 
+def committed_ids(spec: dict[str, Any]) -> set[int]:
+    """The ids the topic holds at read_committed: what a transactional restart skips."""
+    stored = read_topic(spec["bootstrap"], spec["topic"], "read_committed", spec["partitions"])
+    return {r.id for r in stored if r.id is not None}
+
+
 def ids_to_send(spec: dict[str, Any], history: HistoryWriter) -> list[int]:
     """What this instance sends: all of `ids`, or for a replacement what its policy leaves."""
     ids: list[int] = spec["ids"]
@@ -123,11 +130,52 @@ def ids_to_send(spec: dict[str, Any], history: HistoryWriter) -> list[int]:
         done = {m["id"] for m in marks if m.get("state") == "acked"}
         source = "its outbox's acknowledged marks"
     else:  # read-committed, after init_transactions aborted the dead instance's transaction
-        stored = read_topic(spec["bootstrap"], spec["topic"], "read_committed", spec["partitions"])
-        done = {r.id for r in stored if r.id is not None}
+        done = committed_ids(spec)
         source = "the topic read at read_committed"
     todo = [i for i in ids if i not in done]
     history.write("resume", policy=policy, source=source, ids=todo, skipped=len(ids) - len(todo))
+    return todo
+
+
+# Restarts after fencing before the role gives up: a guard against a loop, not a policy.
+MAX_RESTARTS = 3
+
+
+def claim_ownership(txn: dict[str, Any], name: str) -> None:
+    """Say that this instance owns the transactional.id, before its init_transactions.
+
+    The application's own record, as a lease or a deployment would be: a fenced instance
+    restarts only while it still owns the id, so a zombie whose replacement took over
+    stops instead of fencing that replacement in turn.
+    """
+    if owner_file := txn.get("owner_file"):
+        Path(owner_file).write_text(name)
+
+
+def still_owner(txn: dict[str, Any], spec: dict[str, Any]) -> bool:
+    """Whether no newer instance claimed the transactional.id since this one did."""
+    owner_file = txn.get("owner_file")
+    if not owner_file or not txn.get("restart_when_fenced"):
+        return False
+    try:
+        return Path(owner_file).read_text() == spec["name"]
+    except OSError:
+        return False
+
+
+def resend_after_fencing(spec: dict[str, Any], history: HistoryWriter) -> list[int]:
+    """After a restart, every id of the workload the topic lacks at read_committed."""
+    done = committed_ids(spec)
+    ids: list[int] = spec["ids"]
+    todo = [i for i in ids if i not in done]
+    history.write(
+        "resume",
+        policy="read-committed",
+        source="the topic read at read_committed",
+        ids=todo,
+        skipped=len(ids) - len(todo),
+        restart=True,
+    )
     return todo
 
 
@@ -193,10 +241,33 @@ def run(spec: dict[str, Any]) -> int:
     timeout_s = float(spec.get("flush_timeout_s", 120))
     try:
         if txn:
+            claim_ownership(txn, spec["name"])
             producer.init_transactions(30)
             history.write("txn_init", transactional_id=txn["id"])
             ids = ids_to_send(spec, history)
-            run_transactions(producer, history, stop, ids, send, flush, txn, batch)
+            numbers = itertools.count()  # transaction numbers go on across restarts
+            for restart in itertools.count():
+                try:
+                    run_transactions(producer, history, stop, ids, send, flush, txn, batch, numbers)
+                    break
+                except KafkaException as exc:
+                    kind, error = fatal.classify(exc.args[0], producer)
+                    if kind != "fenced" or restart >= MAX_RESTARTS or not still_owner(txn, spec):
+                        raise
+                    events.write_reports()
+                    history.write("fenced", error=error.name(), reason=error.str())
+                    # The application's choice: librdkafka's fenced producer can do nothing
+                    # more, and no newer instance owns the transactional.id, so (as a real
+                    # application would) start a new producer with the same id. Its
+                    # init_transactions fences the old epoch and finishes any transaction
+                    # still open; then send what the topic lacks at read_committed.
+                    fatal = FatalErrors()
+                    conf["error_cb"] = fatal
+                    producer = Producer(conf)
+                    history.write("restart", by="the application", transactional_id=txn["id"])
+                    producer.init_transactions(30)
+                    history.write("txn_init", transactional_id=txn["id"])
+                    ids = resend_after_fencing(spec, history)
         else:
             ids = ids_to_send(spec, history)
             step = CHUNK if batch and not interval else 1
@@ -244,12 +315,17 @@ def run_transactions(
     flush: Callable[[float], int],
     txn: dict[str, Any],
     batch: bool,
+    numbers: Iterator[int],
 ) -> None:
-    """Send `ids` in transactions of `size`; abort the ones listed, hold one open if asked."""
+    """Send `ids` in transactions of `size`; abort the ones listed, hold one open if asked.
+
+    `numbers` gives each transaction its number, and goes on after a restart.
+    """
     size = int(txn.get("size", 5))
     aborts = set(txn.get("abort", []))
     hold = txn.get("hold_open") or {}
-    for index, start in enumerate(range(0, len(ids), size)):
+    # range first: zip stops on it without taking a number the next restart should use.
+    for start, index in zip(range(0, len(ids), size), numbers, strict=False):
         if stop.stopped:
             break
         chunk = ids[start : start + size]

@@ -86,21 +86,61 @@ def assert_one_strike_for_all(results: dict[str, dict]) -> None:
     )
 
 
-def test_a_producer_fenced_by_its_transaction_timeout_loses_nothing_it_sent(cluster1):
-    """transaction-timeout with one message per transaction: the stalled producer's commit is
-    fenced (the coordinator's epoch bump) and it stops. The ids it never sent are "never
-    sent", not lost: Kafka was never asked to keep them, and the card says so."""
+def transaction_timeout_variant(**transactions: object):
+    """transaction-timeout with one message per transaction (12 more after the stalled one),
+    at exactly-once only; `transactions` overrides the scenario's transactions block."""
     scenario = load_scenario(SCENARIOS["transaction-timeout"])
     workload = scenario.workload.model_copy(update={"commit_every": 1})
-    variant = scenario.model_copy(update={"workload": workload, "levels": ["exactly-once"]})
-    result = run_scenario(variant, cluster1)["results"]["exactly-once"]
+    return scenario.model_copy(
+        update={
+            "workload": workload,
+            "levels": ["exactly-once"],
+            "transactions": {**scenario.transactions, **transactions},
+        }
+    )
+
+
+def test_a_producer_fenced_by_its_transaction_timeout_is_restarted_and_finishes(cluster1):
+    """The stalled producer's commit is fenced (the coordinator's epoch bump), and no newer
+    instance owns its transactional.id: the application starts a new producer, which sends
+    what the topic lacks at read_committed. Every id is stored once, nothing is "never sent".
+    The contrast: an application that does not restart (restart_when_fenced false) leaves
+    the ids it never sent, said as "never sent", not lost."""
+    result = run_scenario(transaction_timeout_variant(), cluster1)["results"]["exactly-once"]
     assert result["fenced"] >= 1
-    assert (result["lost"], result["never_sent"]) == (0, 15 - result["sent"])
-    assert result["never_sent"] >= 1
+    assert (result["lost"], result["never_sent"], result["duplicates"]) == (0, 0, 0)
     ids = kcat_ids(cluster1.direct_bootstrap, result["sink_topic"], "read_committed")
-    assert sorted(ids) == list(range(result["delivered"]))
-    assert any(line.startswith("Never sent:") for line in result["explain"]["why"])
-    assert not any("promise excludes" in line for line in result["explain"]["why"])
+    assert sorted(ids) == list(range(15))
+    assert any("the application started a new producer" in c for c in result["explain"]["choices"])
+    assert not any("After waking" in e for e in result["explain"]["evidence"])
+
+    variant = transaction_timeout_variant(restart_when_fenced=False)
+    stopped = run_scenario(variant, cluster1)["results"]["exactly-once"]
+    assert stopped["fenced"] >= 1
+    assert (stopped["lost"], stopped["never_sent"]) == (0, 15 - stopped["sent"])
+    assert stopped["never_sent"] >= 1
+    ids = kcat_ids(cluster1.direct_bootstrap, stopped["sink_topic"], "read_committed")
+    assert sorted(ids) == list(range(stopped["delivered"]))
+    assert any(line.startswith("Never sent:") for line in stopped["explain"]["why"])
+    assert not any("promise excludes" in line for line in stopped["explain"]["why"])
+
+
+def test_a_fenced_zombie_producer_whose_replacement_owns_the_id_stops(cluster1):
+    """The stalled producer is replaced at once (a zombie when it wakes): the replacement
+    claims the transactional.id, so the zombie, fenced, stops instead of starting a new
+    producer that would fence its replacement in turn."""
+    scenario = transaction_timeout_variant()
+    faults = [f.model_copy(update={"replace": True}) for f in scenario.faults]
+    output = run_scenario(scenario.model_copy(update={"faults": faults}), cluster1)
+    result = output["results"]["exactly-once"]
+    assert (result["lost"], result["never_sent"], result["duplicates"]) == (0, 0, 0)
+    ids = kcat_ids(cluster1.direct_bootstrap, result["sink_topic"], "read_committed")
+    assert sorted(ids) == list(range(15))
+    history = record.load_run(output["run_id"])["levels"]["exactly-once"]["history"]
+    zombie = [e["ev"] for e in history if e.get("proc") == "producer"]
+    replacement = [e["ev"] for e in history if e.get("proc") == "producer#2"]
+    assert "fenced" in zombie and "restart" not in zombie
+    assert "fenced" not in replacement and "done" in replacement
 
 
 def test_a_processor_that_dies_without_a_replacement_leaves_work_not_processed_yet(cluster1):

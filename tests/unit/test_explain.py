@@ -227,6 +227,52 @@ def test_a_transaction_aborted_under_a_stalled_producer_is_said_as_such():
     assert "no other instance ran" in why.evidence[0]
 
 
+def restarted_history(*, restart: bool) -> list[dict]:
+    """A transactional producer frozen, woken, fenced by its timeout; then (if `restart`)
+    the application's new producer in the same process sends ids 2-3 again."""
+    history = [
+        {"t": 1.0, "proc": "producer", "ev": "txn_commit", "ids": [0, 1]},
+        {"t": 2.0, "proc": "nemesis", "ev": "nemesis", "kind": "pause", "target": "producer"},
+        {"t": 8.0, "proc": "nemesis", "ev": "nemesis", "kind": "resume", "target": "producer"},
+        {"t": 8.1, "proc": "producer", "ev": "fenced", "error": "_FENCED", "reason": "fenced"},
+    ]
+    if restart:
+        history += [
+            {"t": 8.2, "proc": "producer", "ev": "restart", "by": "the application"},
+            {
+                "t": 8.3,
+                "proc": "producer",
+                "ev": "resume",
+                "policy": "read-committed",
+                "ids": [2, 3],
+                "restart": True,
+            },
+        ]
+    history += [
+        {"t": 8.4, "proc": "producer", "ev": "ack", "id": 2, "partition": 0, "offset": 4},
+        {"t": 8.4, "proc": "producer", "ev": "ack", "id": 3, "partition": 0, "offset": 5},
+    ]
+    return history
+
+
+def test_a_restarted_producer_is_the_applications_choice_not_a_zombie():
+    """After a restart the process's writes are the new producer's, said as the application's
+    choice; without the restart line the same writes after the wake are a zombie's."""
+    stored = [StoredRecord(0, i, i) for i in range(4)]
+    restarted = restarted_history(restart=True)
+    verdicts, counts = check(ledger=range(4), history=restarted, stored=stored)
+    why = explain("exactly-once", "producer", restarted, counts, verdicts)
+    assert not any("After waking" in line for line in why.evidence)
+    assert any("the application started a new producer" in line for line in why.choices)
+    assert any("its epoch was no longer the newest" in line for line in why.evidence)
+
+    zombie = restarted_history(restart=False)
+    verdicts, counts = check(ledger=range(4), history=zombie, stored=stored)
+    why = explain("exactly-once", "producer", zombie, counts, verdicts)
+    assert any("After waking" in line for line in why.evidence)
+    assert not why.choices
+
+
 def test_a_retried_copy_that_lands_after_later_ids_is_said():
     """retry-reorder: id 1 timed out, was stored, retried, and its copy landed after 2 and 3."""
     stored = [StoredRecord(0, 0, 0), StoredRecord(0, 1, 1), StoredRecord(0, 2, 2)]

@@ -100,3 +100,18 @@ def test_an_ack_without_an_offset_is_still_a_line(tmp_path) -> None:
             "offset": None,
         }
     ]
+
+
+def test_a_fenced_producer_restarts_only_while_it_owns_its_transactional_id(tmp_path):
+    """The owner file is the application's lease: the first instance claims it; a
+    replacement claims it after; the fenced first instance then must not restart."""
+    from engine.roles.producer import claim_ownership, still_owner
+
+    txn = {"owner_file": str(tmp_path / "owner"), "restart_when_fenced": True}
+    claim_ownership(txn, "producer")
+    assert still_owner(txn, {"name": "producer"})
+    claim_ownership(txn, "producer#2")
+    assert not still_owner(txn, {"name": "producer"})
+    assert still_owner(txn, {"name": "producer#2"})
+    assert not still_owner({**txn, "restart_when_fenced": False}, {"name": "producer#2"})
+    assert not still_owner({"restart_when_fenced": True}, {"name": "producer"})
