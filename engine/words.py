@@ -25,7 +25,7 @@ EVENT_WORDS: dict[str, str] = {
     "start": "started",
     "done": "finished",
     "error": "stopped on an error",
-    "fenced": "fenced: a newer instance took its place",
+    "fenced": "fenced: refused as an out-of-date instance",
     "failpoint_reached": "stopped itself at the fault point",
     # the producer (and the source that writes a processor's input)
     "ready": "connected, ready to send",
@@ -128,9 +128,13 @@ PROXY_WORDS: dict[str, str] = {
 # Kafka's error codes (librdkafka's names; a leading "_" is the client's own), as the room says
 # them. A code not here is said from its name ("NOT_ENOUGH_REPLICAS" -> "not enough replicas").
 ERROR_WORDS: dict[str, str] = {
-    "_FENCED": "fenced: a newer instance with the same id took over",
-    "PRODUCER_FENCED": "fenced: a newer producer with the same transactional id took over",
-    "INVALID_PRODUCER_EPOCH": "fenced: its epoch is old, a newer instance took over",
+    # The epoch moves on when a newer instance registers the same transactional.id, and also
+    # when the coordinator aborts a transaction that outlived transaction.timeout.ms
+    # (TransactionCoordinator's abortTimedOutTransactions bumps it): either can fence.
+    "_FENCED": "fenced: its epoch is out of date (a newer instance, or a timed-out abort)",
+    "PRODUCER_FENCED": "fenced: its epoch is out of date (a newer instance, or a timed-out abort)",
+    "INVALID_PRODUCER_EPOCH": "fenced: its epoch is out of date (a newer instance, or a "
+    "timed-out abort)",
     "FENCED_INSTANCE_ID": "fenced: a newer member with the same instance id joined the group",
     "_FATAL": "stopped for good: the client library cannot go on",
     "NOT_LEADER_OR_FOLLOWER": "asked the wrong broker: the partition's leader moved",

@@ -220,8 +220,9 @@ def test_a_transaction_aborted_under_a_stalled_producer_is_said_as_such():
     why = explain("exactly-once", "producer", history, counts, verdicts)
     assert why.headline == "2 messages, each stored once; ids 2–3 aborted with their transaction"
     assert why.evidence[0].startswith(
-        "producer's commit of the transaction of ids 2–3 failed (fenced: a newer instance with "
-        "the same id took over :small[`_FENCED`]): the transaction had been aborted, and "
+        "producer's commit of the transaction of ids 2–3 failed (fenced: its epoch is out of "
+        "date (a newer instance, or a timed-out abort) :small[`_FENCED`]): the transaction had "
+        "been aborted, and "
         "nothing of it was committed"
     )
     assert "no other instance ran" in why.evidence[0]
