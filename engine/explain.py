@@ -126,12 +126,14 @@ def explain(
             _nemesis_evidence(event, out)
             if event.get("kind") == "resume":
                 resumed_at[str(event.get("target"))] = event["t"]
-        elif ev == "fenced" and not replaced and proc.startswith("producer"):
+        elif ev == "fenced" and not replaced and event.get("by") != "group coordinator":
             # No other instance ran: the coordinator's abort of a timed-out transaction bumped
             # the epoch (the txn_abort line before says so), whatever librdkafka's text says.
             out.evidence.append(
                 f"{proc} was fenced: its epoch was no longer the newest "
-                f":small[`{event.get('error')}`] ({event.get('reason')})."
+                f":small[`{event.get('error')}`] ({event.get('reason')}). No other instance "
+                "ran: the transaction coordinator bumps the epoch when it aborts a transaction "
+                "that outlived transaction.timeout.ms."
             )
         elif ev == "fenced":
             by = f" by the {event['by']}" if event.get("by") else ""
@@ -343,6 +345,7 @@ def explain(
         writers=sorted({p for v in duplicated for p in writers_of.get(v.id, set())}),
         resumed=resumed,
         late=late_writes,
+        replaced=replaced,
         aborted_under=[
             i
             for e in history
@@ -643,6 +646,7 @@ def headline(
     resumed: bool,
     late: list[int],
     aborted_under: list[int] | None = None,
+    replaced: bool = True,
 ) -> str:
     """The level's verdict in one sentence, from the worst count the run shows."""
     if counts.duplicates and duplicated:
@@ -679,8 +683,10 @@ def headline(
         sentence += f"; {counts.not_processed} not processed yet"
     if aborted_under:  # the producer's commit failed: its transaction was aborted under it
         sentence += f"; {ids_phrase(aborted_under)} aborted with their transaction"
-    elif counts.fenced:
+    elif counts.fenced and replaced:
         sentence += f"; {plural(counts.fenced, 'zombie write')} fenced"
+    elif counts.fenced:  # nobody replaced it: the coordinator's timeout abort bumped the epoch
+        sentence += "; fenced after its transaction outlived its timeout"
     return sentence
 
 
@@ -698,6 +704,18 @@ def _resume_choice(proc: str, event: dict[str, Any]) -> str:
     what = POLICIES.get(str(event.get("policy")), str(event.get("policy")))
     ids = event.get("ids") or []
     sent = ids_phrase(ids) if ids else "nothing"
+    restarted = (
+        f"{proc} was fenced with no newer instance of its transactional.id, so the "
+        "application started a new producer with that id (a fenced librdkafka producer can do "
+        "nothing more), whose init_transactions took the next epoch"
+    )
+    if event.get("policy") == "group-committed":  # a processor: its input, read again
+        offsets = ", ".join(
+            f"partition {p} at {o}" for p, o in (event.get("offsets") or {}).items()
+        )
+        return (
+            f"{restarted}; it read its input again from the group's committed offsets ({offsets})."
+        )
     if event.get("restart"):  # the same process, after its producer was fenced
         return (
             f"{proc} was fenced with no newer instance of its transactional.id, so the "

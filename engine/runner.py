@@ -248,6 +248,10 @@ class LevelRun:
             "config": producer_config(self.scenario, self.level),
             "consumer_config": consumer_config,
             "transactional_id": f"{self.run_id}-{self.level.name}-processor-txn",
+            # The application's choice, as for the producer: a fenced instance that still
+            # owns the id restarts its producer (engine.roles.processor.restart_producer).
+            "owner_file": str(self.folder / "processor-owner.txt"),
+            "restart_when_fenced": self.scenario.transactions.get("restart_when_fenced", True),
         }
 
     def replace(self, base: str, fault: Fault) -> None:

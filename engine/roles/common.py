@@ -164,3 +164,29 @@ def parse_value(raw: bytes | None) -> dict[str, Any] | None:
     except (json.JSONDecodeError, UnicodeDecodeError):
         return None
     return value if isinstance(value, dict) and "id" in value else None
+
+
+# Restarts after fencing before the role gives up: a guard against a loop, not a policy.
+MAX_RESTARTS = 3
+
+
+def claim_ownership(txn: dict[str, Any], name: str) -> None:
+    """Say that this instance owns the transactional.id, before its init_transactions.
+
+    The application's own record, as a lease or a deployment would be: a fenced instance
+    restarts only while it still owns the id, so a zombie whose replacement took over
+    stops instead of fencing that replacement in turn.
+    """
+    if owner_file := txn.get("owner_file"):
+        Path(owner_file).write_text(name)
+
+
+def still_owner(txn: dict[str, Any], spec: dict[str, Any]) -> bool:
+    """Whether no newer instance claimed the transactional.id since this one did."""
+    owner_file = txn.get("owner_file")
+    if not owner_file or not txn.get("restart_when_fenced"):
+        return False
+    try:
+        return Path(owner_file).read_text() == spec["name"]
+    except OSError:
+        return False

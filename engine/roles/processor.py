@@ -29,6 +29,7 @@ Events: `assigned`, `revoked`, `partitions_lost`, `consumed`, `commit_gap`, `com
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import threading
@@ -37,18 +38,29 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
+from confluent_kafka import (
+    OFFSET_BEGINNING,
+    Consumer,
+    KafkaError,
+    KafkaException,
+    Message,
+    Producer,
+    TopicPartition,
+)
 
 from engine.failpoints import ArmedFailPoint, FailPoint
 from engine.history import HistoryWriter
 from engine.roles.common import (
+    MAX_RESTARTS,
     FatalErrors,
     StopFlag,
+    claim_ownership,
     client_logger,
     is_fatal,
     load_spec,
     parse_value,
     printable,
+    still_owner,
 )
 
 # How long past its own timeout a transactional call may block before the processor gives up
@@ -407,12 +419,21 @@ def run(spec: dict[str, Any]) -> int:
 
     try:
         if mode == "transactional":
+            claim_ownership(spec, spec["name"])
             # Registering the transactional.id fences an earlier instance and aborts its open
             # transaction, so the offsets this instance starts from are final.
             producer.init_transactions(30)
             history.write("txn_init", transactional_id=spec["transactional_id"])
         consumer.subscribe([spec["input"]], on_assign=assigned, on_revoke=revoked, on_lost=lost)
-        Processor(spec, history, consumer, producer, stop, mode, fatal, cconf).loop()
+        processor = Processor(spec, history, consumer, producer, stop, mode, fatal, cconf)
+        for restart in itertools.count():
+            try:
+                processor.loop()
+                break
+            except KafkaException as exc:
+                if not restartable(exc, processor, restart):
+                    raise
+                producer = restart_producer(processor, pconf, exc)
         history.write("done")
         return 0
     except HungCallError as exc:
@@ -434,6 +455,46 @@ def run(spec: dict[str, Any]) -> int:
         return 3
     finally:
         consumer.close()
+
+
+def restartable(exc: KafkaException, processor: Processor, restarts: int) -> bool:
+    """A transactional processor fenced by its transaction coordinator while it still owns
+    its transactional.id (nobody replaced it: its own transaction timed out) may go on with
+    a new producer; a fence by its group (a newer member) or by a newer instance may not."""
+    if processor.mode != "transactional" or restarts >= MAX_RESTARTS:
+        return False
+    kind, error = processor.fatal.classify(exc.args[0], processor.producer)
+    group_fence = (
+        error.code() == KafkaError.FENCED_INSTANCE_ID or "group.instance.id" in error.str()
+    )
+    return kind == "fenced" and not group_fence and still_owner(processor.spec, processor.spec)
+
+
+def restart_producer(processor: Processor, pconf: dict[str, Any], exc: KafkaException) -> Producer:
+    """The application's choice, as a real one would make it: librdkafka's fenced producer
+    can do nothing more, so start a new one with the same transactional.id (its
+    init_transactions takes the next epoch) and read again from the group's committed
+    offsets, since nothing of the aborted transaction counts."""
+    history, spec = processor.history, processor.spec
+    _, error = processor.fatal.classify(exc.args[0], processor.producer)
+    history.write("fenced", error=error.name(), reason=error.str(), by="transaction coordinator")
+    processor.fatal.errors.clear()  # the consumer shares the callback: start afresh
+    producer = Producer(pconf)
+    history.write("restart", by="the application", transactional_id=spec["transactional_id"])
+    producer.init_transactions(30)
+    history.write("txn_init", transactional_id=spec["transactional_id"])
+    processor.producer = producer
+    consumer = processor.consumer
+    assignment = consumer.assignment()
+    if assignment:
+        committed = consumer.committed(assignment, timeout=10)
+        said = {str(tp.partition): tp.offset if tp.offset >= 0 else "start" for tp in committed}
+        for tp in committed:
+            if tp.offset < 0:  # nothing committed yet: from the partition's start
+                tp.offset = OFFSET_BEGINNING
+            consumer.seek(tp)
+        history.write("resume", policy="group-committed", offsets=said, restart=True)
+    return producer
 
 
 def parse_id(msg: Message) -> int | None:

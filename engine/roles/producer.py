@@ -43,12 +43,15 @@ from engine.history import HistoryWriter, read_jsonl
 from engine.kafka.reader import read_topic
 from engine.roles.common import (
     FENCED_CODES,
+    MAX_RESTARTS,
     FatalErrors,
     Stamp,
     StopFlag,
+    claim_ownership,
     client_logger,
     load_spec,
     printable,
+    still_owner,
     value_maker,
 )
 
@@ -135,32 +138,6 @@ def ids_to_send(spec: dict[str, Any], history: HistoryWriter) -> list[int]:
     todo = [i for i in ids if i not in done]
     history.write("resume", policy=policy, source=source, ids=todo, skipped=len(ids) - len(todo))
     return todo
-
-
-# Restarts after fencing before the role gives up: a guard against a loop, not a policy.
-MAX_RESTARTS = 3
-
-
-def claim_ownership(txn: dict[str, Any], name: str) -> None:
-    """Say that this instance owns the transactional.id, before its init_transactions.
-
-    The application's own record, as a lease or a deployment would be: a fenced instance
-    restarts only while it still owns the id, so a zombie whose replacement took over
-    stops instead of fencing that replacement in turn.
-    """
-    if owner_file := txn.get("owner_file"):
-        Path(owner_file).write_text(name)
-
-
-def still_owner(txn: dict[str, Any], spec: dict[str, Any]) -> bool:
-    """Whether no newer instance claimed the transactional.id since this one did."""
-    owner_file = txn.get("owner_file")
-    if not owner_file or not txn.get("restart_when_fenced"):
-        return False
-    try:
-        return Path(owner_file).read_text() == spec["name"]
-    except OSError:
-        return False
 
 
 def resend_after_fencing(spec: dict[str, Any], history: HistoryWriter) -> list[int]:

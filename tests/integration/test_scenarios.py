@@ -143,6 +143,43 @@ def test_a_fenced_zombie_producer_whose_replacement_owns_the_id_stops(cluster1):
     assert "fenced" not in replacement and "done" in replacement
 
 
+def stalled_processor_variant(**transactions: object):
+    """zombie at exactly-once without its replacement: the processor freezes at its second
+    commit gap for 20 s, past its 5 s transaction.timeout.ms (and its group session)."""
+    scenario = load_scenario(SCENARIOS["zombie"])
+    faults = [f.model_copy(update={"replace": False, "duration_s": 20}) for f in scenario.faults]
+    return scenario.model_copy(
+        update={
+            "faults": faults,
+            "levels": ["exactly-once"],
+            "producer_overrides": {"exactly-once": {"transaction.timeout.ms": 5000}},
+            "transactions": {**scenario.transactions, **transactions},
+        }
+    )
+
+
+def test_a_processor_fenced_by_its_transaction_timeout_restarts_its_producer(cluster1):
+    """Nobody replaced the frozen processor: when it wakes, its transaction was aborted by
+    the coordinator (the epoch bumped), so the application starts a new producer and reads
+    again from the group's committed offsets; every output once, nothing left unprocessed.
+    The contrast: without the restart the processor stops fenced and its remaining inputs
+    are "not processed yet"."""
+    output = run_scenario(stalled_processor_variant(), cluster1)
+    result = output["results"]["exactly-once"]
+    assert result["fenced"] >= 1
+    assert (result["lost"], result["not_processed"], result["duplicates"]) == (0, 0, 0)
+    ids = kcat_ids(cluster1.direct_bootstrap, result["sink_topic"], "read_committed")
+    assert sorted(ids) == list(range(30))
+    history = record.load_run(output["run_id"])["levels"]["exactly-once"]["history"]
+    assert "restart" in [e["ev"] for e in history if e.get("proc") == "processor"]
+    assert any("committed offsets" in c for c in result["explain"]["choices"])
+
+    stopped = run_scenario(stalled_processor_variant(restart_when_fenced=False), cluster1)
+    result = stopped["results"]["exactly-once"]
+    assert result["fenced"] >= 1 and result["lost"] == 0 and result["not_processed"] >= 1
+    assert any(line.startswith("Not processed yet:") for line in result["explain"]["why"])
+
+
 def test_a_processor_that_dies_without_a_replacement_leaves_work_not_processed_yet(cluster1):
     """consumer-crash without its replacement: the inputs past the group's committed offset
     are "not processed yet" (Kafka holds them), not lost; the outputs equal kcat's."""
