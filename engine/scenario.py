@@ -239,6 +239,22 @@ class Scenario(_Strict):
                     f"{workload.messages} message(s) make only {workload.messages} "
                     "request(s): nothing would be lost. Use more messages."
                 )
+        for fault in self.faults:
+            # The processor sends one OffsetCommit (or, in a transaction, one EndTxn) per batch.
+            if (
+                fault.kind == "drop-response"
+                and fault.api in ("offset_commit", "end_txn")
+                and fault.target == "processor"
+                and (fault.nth or 1) > batches
+            ):
+                request = "OffsetCommit" if fault.api == "offset_commit" else "EndTxn"
+                return (
+                    f"The network loses {request} request {fault.nth}, and with "
+                    f"{workload.messages} messages at {workload.commit_every} per commit the "
+                    f"processor sends {batches}: it would never happen. Use at least "
+                    f"{((fault.nth or 1) - 1) * workload.commit_every + 1} messages, or fewer "
+                    "per commit."
+                )
         aborted = self.transactions.get("abort") or []
         if aborted and max(aborted) >= batches:
             return (

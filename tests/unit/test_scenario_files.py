@@ -153,6 +153,15 @@ def test_settings_that_cannot_reach_the_fault_are_refused_with_the_reason():
     aborted = load_scenario(list_scenarios()["aborted-transaction"])
     assert "nothing would be aborted" in (at(aborted, commit_every=25).cannot_teach() or "")
     assert at(aborted, commit_every=20).cannot_teach() is None
+    # The second OffsetCommit (EndTxn) is lost: 20 messages at 20 per commit send one.
+    for name, request in (
+        ("commit-request-lost", "OffsetCommit"),
+        ("end-txn-answer-lost", "EndTxn"),
+    ):
+        lost = load_scenario(list_scenarios()[name])
+        reason = at(lost, commit_every=20).cannot_teach() or ""
+        assert f"loses {request} request 2" in reason and "Use at least 21 messages" in reason
+        assert at(lost, commit_every=10).cannot_teach() is None
 
 
 def test_a_malformed_teaches_bound_names_the_field():
