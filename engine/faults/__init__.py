@@ -26,13 +26,15 @@ from engine.faults.clients import point_for
 from engine.faults.params import COMMON_PARAMS, PARAMS, FaultParams, Trigger
 from engine.words import SKIPPED, Said, from_name, record_words
 
-__all__ = ["KINDS", "Fault", "FaultKind", "Trigger", "kind_of"]
+__all__ = ["KINDS", "Fault", "FaultKind", "Trigger", "discover", "incomplete", "kind_of"]
 
 COLOUR = re.compile(r"#[0-9a-f]{6}")
 
 
 def incomplete(kind: FaultKind) -> list[str]:
     """What a kind leaves undeclared, one line each; [] for a complete kind."""
+    if not isinstance(kind, FaultKind):
+        return [f"is a {type(kind).__name__}, not a FaultKind (engine/faults/base.py)"]
     problems = []
     missing = [
         attr
@@ -56,32 +58,40 @@ def incomplete(kind: FaultKind) -> list[str]:
         problems.append("names no pipeline it runs in")
     if kind.reach not in ("level", "proxy", "brokers"):
         problems.append(f"reach '{kind.reach}' is not level, proxy or brokers")
+    # The record its fire writes, at its barest: the words must not need more to be said.
     sample = {"kind": kind.name, "target": kind.default_target, "node": 1, "nodes": [1]}
-    if not kind.live(sample, "").strip():
-        problems.append("says nothing live")
-    evidence = kind.evidence(sample, None)
-    if evidence is not None and not evidence.strip():
-        problems.append("has an empty evidence sentence (None says it has none)")
+    try:
+        if not kind.live(sample, "").strip():
+            problems.append("says nothing live")
+        evidence = kind.evidence(sample, None)
+        if evidence is not None and not evidence.strip():
+            problems.append("has an empty evidence sentence (None says it has none)")
+    except Exception as exc:  # reported with the rest, not raised: the list says what to fix
+        problems.append(f"cannot say a bare record of itself ({type(exc).__name__}: {exc})")
     return problems
 
 
-def _discover() -> dict[str, FaultKind]:
-    """Every KIND in this folder's modules, by name; a kind that is incomplete stops the
-    import with what it lacks, so it cannot reach a page half-said."""
+def discover(path: list[str], package: str) -> dict[str, FaultKind]:
+    """Every KIND in the modules of `package` (at `path`), by name. A kind that is incomplete,
+    or not in the file its name gives, stops the import with what is wrong, so that it cannot
+    reach a page half-said."""
     found: dict[str, FaultKind] = {}
-    for module in pkgutil.iter_modules(__path__):
-        kind = getattr(importlib.import_module(f"{__name__}.{module.name}"), "KIND", None)
+    for module in pkgutil.iter_modules(path):
+        kind = getattr(importlib.import_module(f"{package}.{module.name}"), "KIND", None)
         if kind is None:
-            continue
+            continue  # a helper the kinds share (base, params, nodes, clients)
+        where = f"{package.replace('.', '/')}/{module.name}.py"
         if problems := incomplete(kind):
-            raise TypeError(f"engine/faults/{module.name}.py: the kind {'; '.join(problems)}")
+            raise TypeError(f"{where}: the fault kind {'; '.join(problems)}")
         if module.name != kind.name.replace("-", "_"):
-            raise TypeError(f"engine/faults/{module.name}.py holds '{kind.name}': one file each")
+            raise TypeError(
+                f"{where} holds the kind '{kind.name}': one file per kind, named after it"
+            )
         found[kind.name] = kind
     return dict(sorted(found.items()))
 
 
-KINDS: dict[str, FaultKind] = _discover()
+KINDS: dict[str, FaultKind] = discover(__path__, __name__)
 BROKER_FAULTS = frozenset(name for name, kind in KINDS.items() if kind.reach == "brokers")
 PROXY_WIDE_FAULTS = frozenset(name for name, kind in KINDS.items() if kind.reach == "proxy")
 
