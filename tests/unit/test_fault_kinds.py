@@ -36,18 +36,17 @@ def test_every_registered_kind_is_complete(name):
     assert kind.available.backends <= EVERY_BACKEND
 
 
-def test_the_registry_holds_the_sixteen_kinds_the_nemesis_had():
-    """The kinds Nemesis.fire's if/elif carried out before the registry (e8795d3)."""
-    assert set(KINDS) == {
-        "drop-produce-response", "drop-response", "blackhole", "latency", "reset-connections",
-        "crash", "pause", "resume", "kill-leader", "kill-follower", "stop-leader",
-        "wipe-partition", "pause-followers", "pause-follower", "resume-nodes", "restart-nodes",
-    }  # fmt: skip
+def test_the_registry_holds_the_kinds_the_nemesis_had():
+    """The kinds Nemesis.fire's if/elif carried out before the registry (e8795d3), each still
+    reaching as far as it did; a new kind adds to them without editing this list."""
+    assert {
+        "drop-produce-response", "drop-response", "crash", "pause", "resume",
+    } <= {name for name, kind in KINDS.items() if kind.reach == "level"}  # fmt: skip
     assert {
         "kill-leader", "kill-follower", "stop-leader", "wipe-partition",
         "pause-followers", "pause-follower", "resume-nodes", "restart-nodes",
-    } == faults.BROKER_FAULTS  # fmt: skip
-    assert {"blackhole", "latency", "reset-connections"} == faults.PROXY_WIDE_FAULTS
+    } <= faults.BROKER_FAULTS  # fmt: skip
+    assert {"blackhole", "latency", "reset-connections"} <= faults.PROXY_WIDE_FAULTS
 
 
 def test_every_kind_a_scenario_file_names_is_registered():
@@ -66,10 +65,11 @@ def test_every_parameter_a_scenario_may_give_is_taken_by_some_kind():
 
 
 def test_free_play_buttons_come_from_the_kinds_in_their_order():
-    assert [strike for _, strike, _ in freeplay.BUTTONS] == [
+    before = [
         "drop-ack", "kill-processor", "freeze-processor", "wake-processor", "kill-leader",
         "restart",
-    ]  # fmt: skip
+    ]  # fmt: skip  # the page's buttons before the registry (e8795d3), in their order
+    assert [strike for _, strike, _ in freeplay.BUTTONS if strike in before] == before
     assert [label for label, _, _ in freeplay.BUTTONS][:2] == [
         "📉 Drop the next ack",
         "💀 Kill the processor",
