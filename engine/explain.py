@@ -22,6 +22,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from engine.checker import LevelCounts, Verdict
+from engine.faults import KINDS
 from engine.levels import LEVELS
 from engine.words import nodes_words, say_error, say_point
 
@@ -735,18 +736,9 @@ def fenced_words(code: str | None, reason: str | None) -> str:
 
 def _nemesis_evidence(event: dict[str, Any], out: Explanation) -> None:
     kind, target = event.get("kind"), event.get("target")
-    where = _point_sentence(event)
-    if kind == "crash":
-        out.evidence.append(f"{target} was killed (SIGKILL){' ' + where if where else ''}.")
-    elif kind == "pause":
-        out.evidence.append(f"{target} was frozen (SIGSTOP){' ' + where if where else ''}.")
-    elif kind == "resume":
-        out.evidence.append(f"{target} woke up (SIGCONT).")
-    elif kind == "pause-follower":
-        out.evidence.append(
-            f"Follower node {event.get('node')} was frozen (SIGSTOP); node "
-            f"{event.get('leader')} led the partition; {controller_words(event)}."
-        )
+    if (fault := KINDS.get(str(kind))) is not None:
+        if (sentence := fault.evidence(event, _point_sentence(event))) is not None:
+            out.evidence.append(sentence)
     elif kind == "isr" and (event.get("leader") or 0) < 0:
         out.evidence.append(
             f"The cluster reported the partition without a leader (offline; in-sync replicas: "
@@ -760,30 +752,6 @@ def _nemesis_evidence(event: dict[str, Any], out: Explanation) -> None:
             f"{nodes_words(event.get('isr'))}, "
             f"led by node {event.get('leader')}, {mark}."
         )
-    elif kind == "kill-follower":
-        out.evidence.append(
-            f"Follower node {event.get('node')} was killed (SIGKILL); node "
-            f"{event.get('leader')} led the partition."
-        )
-    elif kind == "kill-leader":
-        out.evidence.append(f"The leader, node {event.get('node')}, was killed (SIGKILL).")
-    elif kind == "stop-leader":
-        out.evidence.append(
-            f"The leader, node {event.get('node')}, was shut down cleanly (SIGTERM): a "
-            "broker that stops cleanly asks the controller to move its partitions' leadership "
-            "to an in-sync replica first."
-        )
-    elif kind == "wipe-partition":
-        out.evidence.append(
-            f"While node {event.get('node')} was down, its copy of {event.get('partition')} was "
-            "deleted; its other data stayed, meta.properties included (a replaced disk would "
-            "have to be formatted again, with a new directory id: KIP-858)."
-        )
-    elif kind == "restart-nodes" and event.get("target"):
-        nodes = ", ".join(str(n) for n in event.get("nodes") or [])
-        out.evidence.append(
-            f"Node {nodes} (the {event.get('target')} killed before) was started again on its disk."
-        )
     elif kind == "elr":
         leader = event.get("leader")
         who = f"led by node {leader}" if (leader or 0) >= 0 else "without a leader"
@@ -796,20 +764,8 @@ def _nemesis_evidence(event: dict[str, Any], out: Explanation) -> None:
         )
     elif kind == "broker-log":
         out.evidence.append(f"Node {event.get('node')} logged: {event.get('line')}")
-    elif kind == "resume-nodes":
-        out.evidence.append(f"{nodes_words(event.get('nodes') or [])} resumed (SIGCONT).")
     elif kind == "fault-not-reached":
         out.evidence.append(
             f"The {event.get('fault')} of {target} ({event.get('point')}) never fired: "
             f"{event.get('reason')}."
         )
-
-
-def controller_words(event: dict[str, Any]) -> str:
-    """Who the active controller (the metadata quorum's leader) was when a node was hurt."""
-    controller = event.get("controller")
-    if controller is None:
-        return "the active controller was not known at that moment"
-    if controller == event.get("node"):
-        return f"node {controller}, the one hurt, was the active controller"
-    return f"node {controller} was the active controller and ran on"

@@ -43,23 +43,24 @@ from typing import Any, Literal
 from engine import record
 from engine.cluster.base import Cluster
 from engine.errors import LabError
+from engine.faults import free_play_controls
+from engine.faults.base import FreePlayControl
 from engine.history import read_jsonl
 from engine.levels import CORE_LEVELS, LEVELS
 from engine.nemesis import Nemesis
 from engine.runner import LevelRun, new_run_id
 from engine.scenario import Fault, Scenario, Workload
 
-StrikeKind = Literal[
-    "drop-ack", "kill-processor", "freeze-processor", "wake-processor", "kill-leader", "restart"
+# The buttons: every fault kind with a Free play control (engine/faults/NAME.py), in order.
+CONTROLS: dict[str, tuple[str, FreePlayControl]] = {
+    control.strike: (kind, control) for kind, control in free_play_controls()
+}
+StrikeKind = str  # a strike's name: a key of CONTROLS
+STRIKES: tuple[StrikeKind, ...] = tuple(CONTROLS)
+# (button label, the strike, what it does for real), for the page.
+BUTTONS: list[tuple[str, StrikeKind, str]] = [
+    (control.label, strike, control.help) for strike, (_, control) in CONTROLS.items()
 ]
-STRIKES: tuple[StrikeKind, ...] = (
-    "drop-ack",
-    "kill-processor",
-    "freeze-processor",
-    "wake-processor",
-    "kill-leader",
-    "restart",
-)
 Phase = Literal["waiting", "starting", "running", "finishing", "done", "failed"]
 
 RATE_BOUNDS = (1.0, 50.0)  # messages per second, per level
@@ -240,14 +241,15 @@ class FreePlay:
         """Why a strike cannot be made now, in one sentence; None if it can."""
         if self.phase != "running" or self._stop.is_set():
             return "Free play is not running."
-        if kind == "kill-leader":
+        fault_kind, control = CONTROLS.get(kind, ("", None))
+        if control is not None and control.needs_broker_faults:
             if not self.settings.broker_faults:
                 return broker_faults_refused(self.cluster) or (
                     "Start free play with broker faults on to kill the partition leader."
                 )
             if self.killed_node is not None:
                 return f"Node {self.killed_node} is down already; restart it first."
-        if kind == "restart" and self.killed_node is None:
+        if fault_kind == "restart-nodes" and self.killed_node is None:
             return "No broker is down."
         return None
 
@@ -349,25 +351,17 @@ class FreePlay:
 
     def _fire(self, kind: StrikeKind) -> None:
         """The real fault on every level at once; a refusal or an error becomes a notice."""
+        fault_kind, control = CONTROLS[kind]
         try:
-            if kind == "drop-ack":
-                self._each(Fault(kind="drop-produce-response", nth=1, after="reset"))
-                self.note("Proxy set to drop the ack of each level's next Produce request.")
-            elif kind == "kill-processor":
-                self._each(Fault(kind="crash", target="processor", replace=True))
-                self.note("Processors killed (SIGKILL); a replacement started for each.")
-            elif kind == "freeze-processor":
-                replace = self.settings.replace_frozen
-                self._each(Fault(kind="pause", target="processor", replace=replace))
-                then = "a replacement started for each" if replace else "no replacement"
-                self.note(f"Processors frozen (SIGSTOP); {then}.")
-            elif kind == "wake-processor":
-                self._each(Fault(kind="resume", target="processor"))
-                self.note("Frozen processors woken (SIGCONT).")
-            elif kind == "kill-leader":
+            if (
+                fault_kind == "kill-leader"
+            ):  # one node for every level: fired once, recorded in each
                 self._kill_leader()
-            elif kind == "restart":
+            elif fault_kind == "restart-nodes":
                 self._restart_broker("on request")
+            else:
+                self._each(Fault(kind=fault_kind, **control.params(self.settings)))
+                self.note(control.note(self.settings))
         except Exception as exc:
             self.note(f"{kind} did not happen: {exc}")
 

@@ -18,9 +18,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from engine.explain import controller_words, id_ranges
+from engine.explain import id_ranges
+from engine.faults import KINDS, fault_words
 from engine.history import Tail
-from engine.words import error_words, fault_words, nodes_words, point_words
+from engine.words import error_words, nodes_words, point_words
 
 # The per-process files; history.jsonl (written at the end, every event merged) and
 # outbox.jsonl (the producer's application record) would count events twice.
@@ -202,37 +203,19 @@ def nemesis_text(event: dict[str, Any], *, short: bool = False) -> str:
             held.insert(0, f"transaction {at['txn']}")
         state = f": {at['state']}" if at.get("state") else ""  # what was done, what was not
         point += f" ({', '.join(held)}{state})"
-    nodes = ", ".join(str(n) for n in event.get("nodes") or []) or "none"
-    if short and (brief := SHORT_NEMESIS.get(str(kind))) is not None:
+    if short and (brief := SHORT_RECORDS.get(str(kind))) is not None:
         return brief(event)
+    if (fault := KINDS.get(str(kind))) is not None:
+        return (fault.short(event) if short else None) or fault.live(event, point)
     words = {
-        "crash": f"{target} killed (SIGKILL){point}",
-        "pause": f"{target} frozen (SIGSTOP){point}",
-        "resume": f"{target} woke (SIGCONT)",
-        "drop-produce-response": drop_rule_text(event),
-        "drop-response": drop_rule_text(event),
-        "blackhole": f"network cut for {event.get('duration_s')} s (blackhole)",
-        "latency": f"network latency set to {event.get('ms')} ms",
-        "reset-connections": f"{event.get('connections')} connection(s) reset",
-        "kill-leader": f"broker node {event.get('node')} killed (the leader)",
         "kill-node": f"broker node {event.get('node')} killed (this level's leader was node "
         f"{event.get('leader')})",
-        "pause-followers": f"follower node(s) {nodes} frozen",
         "isr": isr_text(event),
-        "stop-leader": f"broker node {event.get('node')} shut down cleanly (SIGTERM; the leader)",
         "node-stopped": f"node {event.get('node')} has stopped",
-        "kill-follower": f"follower node {event.get('node')} killed (the leader is node "
-        f"{event.get('leader')})",
-        "wipe-partition": f"node {event.get('node')}'s copy of {event.get('partition')} "
-        "deleted while it is down (a lost disk)",
         "node-ready": f"node {event.get('node')} is back and registered",
         "restart-failed": f"node {event.get('node')} did not come back: {event.get('error')}",
         "elr": elr_text(event),
         "broker-log": f"node {event.get('node')} logged: {event.get('line')}",
-        "pause-follower": f"follower node {event.get('node')} frozen (the leader is node "
-        f"{event.get('leader')}; {controller_words(event)})",
-        "resume-nodes": f"{nodes_words(event.get('nodes'))} resumed",
-        "restart-nodes": f"node(s) {nodes} restarted",
         "supervisor-restart": f"{target} exited on its own; the application's supervisor "
         "starts a new instance",
         "fault-not-reached": f"{event.get('fault')} of {target} never fired "
@@ -241,13 +224,11 @@ def nemesis_text(event: dict[str, Any], *, short: bool = False) -> str:
     return words.get(str(kind), f"{target or ''} {fault_words(str(kind))}".strip())
 
 
-# A chart's label for the nemesis records whose full words run long; the rest are short already.
-SHORT_NEMESIS = {
-    "pause-follower": lambda e: f"follower node {e.get('node')} frozen",
-    "kill-follower": lambda e: f"follower node {e.get('node')} killed",
+# A chart's label for the records (not fault kinds: those say their own, FaultKind.short) whose
+# full words run long; the rest are short already.
+SHORT_RECORDS = {
     "kill-node": lambda e: f"broker node {e.get('node')} killed",
     "isr": lambda e: f"in sync now: {nodes_words(e.get('isr'))}",
-    "wipe-partition": lambda e: f"node {e.get('node')}'s copy deleted (a lost disk)",
     "supervisor-restart": lambda e: f"{e.get('target')} restarted by its supervisor",
     "fault-not-reached": lambda e: f"{e.get('fault')} of {e.get('target')} never fired",
     "restart-failed": lambda e: f"node {e.get('node')} did not come back",
@@ -282,22 +263,6 @@ def elr_text(event: dict[str, Any]) -> str:
         f"eligible to lead: {nodes_words(event.get('elr'))}; last known eligible: "
         f"{nodes_words(event.get('last_known_elr'))}"
     )
-
-
-def drop_rule_text(event: dict[str, Any]) -> str:
-    """The proxy rule the nemesis set: which of the target's requests lose what."""
-    api = API_WORDS.get(str(event.get("api") or "produce"), "Produce")
-    what = "the answer to" if event.get("drop", "response") == "response" else ""
-    if api == "Produce" and what:
-        what = "the ack of"
-    count = event.get("count") or 1
-    which = f"#{event.get('nth') or 1}" + (f" and the {count - 1} after it" if count > 1 else "")
-    return f"proxy set to drop {what} {event.get('target')}'s {api} request {which}".replace(
-        "  ", " "
-    )
-
-
-API_WORDS = {"produce": "Produce", "offset_commit": "OffsetCommit", "end_txn": "EndTxn"}
 
 
 @dataclass

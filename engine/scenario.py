@@ -7,6 +7,7 @@ and the levels it runs. A teacher copies one and changes it without touching cod
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -14,6 +15,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from engine.errors import LabError
+from engine.faults import BROKER_FAULTS, Fault, kind_of
 from engine.levels import CORE_LEVELS, LEVELS
 
 
@@ -23,6 +25,9 @@ class ScenarioError(LabError):
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+__all__ = ["Fault", "Scenario", "ScenarioError", "load_scenario", "parse_scenario"]
 
 
 class Source(_Strict):
@@ -58,85 +63,6 @@ class Workload(_Strict):
         0.0  # the processor's work per message
     )
     commit_every: Annotated[int, Field(gt=0)] = 5  # processor: messages per commit/transaction
-
-
-class Trigger(_Strict):
-    """When a fault fires: at a time after the level's start, or after a count of events."""
-
-    at_s: Annotated[float, Field(ge=0)] | None = None
-    # Whose events count: a role ("producer", "processor", "sink") or "proxy" for the fault
-    # proxy's own events (e.g. produce_response_dropped) caused by this level's clients.
-    process: str | None = None
-    event: str | None = None  # e.g. "ack", "output_acked", "consumed", "committed"
-    count: Annotated[int, Field(gt=0)] = 1
-
-    @model_validator(mode="after")
-    def _one_kind(self) -> Trigger:
-        if (self.at_s is None) == (self.event is None):
-            raise ValueError("give either at_s, or event (with process and count)")
-        return self
-
-
-FaultKind = Literal[
-    "drop-produce-response",
-    "drop-response",  # the same, for any `api`; the name reads better beside offset_commit
-    "blackhole",
-    "latency",
-    "reset-connections",
-    "crash",
-    "pause",
-    "resume",
-    "kill-leader",
-    "kill-follower",
-    "stop-leader",
-    "wipe-partition",
-    "pause-followers",
-    "pause-follower",
-    "resume-nodes",
-    "restart-nodes",
-]
-
-# The faults that strike brokers, not one level's clients (engine.nemesis carries them out).
-BROKER_FAULTS = frozenset(
-    {
-        "kill-leader",
-        "kill-follower",
-        "stop-leader",
-        "wipe-partition",
-        "pause-followers",
-        "pause-follower",
-        "resume-nodes",
-        "restart-nodes",
-    }
-)
-
-
-class Fault(_Strict):
-    kind: FaultKind
-    when: Trigger = Trigger(at_s=0)
-    delay_s: Annotated[float, Field(ge=0, le=60)] = 0.0  # wait this long after the trigger
-    # drop-produce-response
-    nth: Annotated[int, Field(gt=0)] | None = None
-    count: Annotated[int, Field(gt=0)] = 1
-    after: Literal["reset", "hold"] = "reset"
-    # What the network loses: the broker's response (the batch is stored) or the request.
-    drop: Literal["response", "request"] = "response"
-    # Whose: a Produce request (the default), a consumer's OffsetCommit to its group
-    # coordinator, or a transactional producer's EndTxn (commit or abort) to its coordinator.
-    api: Literal["produce", "offset_commit", "end_txn"] = "produce"
-    # blackhole / latency / pause
-    duration_s: Annotated[float, Field(gt=0, le=120)] | None = None
-    then: Literal["flush", "reset"] = "flush"
-    ms: Annotated[float, Field(ge=0, le=60_000)] | None = None
-    # crash / pause target, and what replaces a crashed or paused process. For
-    # restart-nodes and wipe-partition: "leader" or "follower", the node that kill-leader or
-    # kill-follower took down (restart-nodes without a target restarts every killed node).
-    target: str | None = None
-    replace: bool = False
-    resend_unacked: bool = True
-
-
-NODE_TARGETS = ("leader", "follower")
 
 
 class AutoCommit(_Strict):
@@ -228,33 +154,13 @@ class Scenario(_Strict):
                     f"{workload.messages}: it would never happen. Use more messages."
                 )
         for fault in self.faults:
-            # Without batching, each message is its own Produce request.
+            kind = kind_of(fault.kind)
             if (
-                fault.kind == "drop-produce-response"
-                and not workload.batch
-                and (fault.nth or 1) > workload.messages
-            ):
-                return (
-                    f"The network loses the answer to Produce request {fault.nth}, and "
-                    f"{workload.messages} message(s) make only {workload.messages} "
-                    "request(s): nothing would be lost. Use more messages."
+                why := kind.cannot_teach(
+                    fault, workload.messages, workload.batch, workload.commit_every
                 )
-        for fault in self.faults:
-            # The processor sends one OffsetCommit (or, in a transaction, one EndTxn) per batch.
-            if (
-                fault.kind == "drop-response"
-                and fault.api in ("offset_commit", "end_txn")
-                and fault.target == "processor"
-                and (fault.nth or 1) > batches
-            ):
-                request = "OffsetCommit" if fault.api == "offset_commit" else "EndTxn"
-                return (
-                    f"The network loses {request} request {fault.nth}, and with "
-                    f"{workload.messages} messages at {workload.commit_every} per commit the "
-                    f"processor sends {batches}: it would never happen. Use at least "
-                    f"{((fault.nth or 1) - 1) * workload.commit_every + 1} messages, or fewer "
-                    "per commit."
-                )
+            ) is not None:
+                return why
         aborted = self.transactions.get("abort") or []
         if aborted and max(aborted) >= batches:
             return (
@@ -266,8 +172,6 @@ class Scenario(_Strict):
 
     @model_validator(mode="after")
     def _expectations_are_well_formed(self) -> Scenario:
-        import re
-
         for block in (self.expect, self.teaches):
             for level, fields in block.items():
                 for field, expectation in fields.items():
@@ -280,8 +184,6 @@ class Scenario(_Strict):
     @field_validator("name")
     @classmethod
     def _safe_name(cls, value: str) -> str:
-        import re
-
         if not re.fullmatch(r"[a-z0-9][a-z0-9-]{0,62}", value):
             raise ValueError("use lower-case letters, digits and dashes (it becomes a topic name)")
         return value
@@ -314,13 +216,10 @@ class Scenario(_Strict):
                     f"auto_commit replaces the level's commit, and {', '.join(transactional)} "
                     "commits inside its transaction: leave it out of `levels`"
                 )
-        for fault in self.faults:
-            node_fault = fault.kind in ("restart-nodes", "wipe-partition")
-            if node_fault and fault.target not in (None, *NODE_TARGETS):
-                raise ValueError(
-                    f"{fault.kind} takes target: leader or target: follower (the node that "
-                    f"kill-leader or kill-follower took down), not '{fault.target}'"
-                )
+        for index, fault in enumerate(self.faults):
+            why = kind_of(fault.kind).available.refused_in(self.nodes, self.pipeline)
+            if why is not None:
+                raise ValueError(f"faults.{index}: {fault.kind} cannot run here: {why}")
         if self.shared_faults:
             self._check_shared_faults()
         for level in self.producer_overrides:
@@ -354,8 +253,10 @@ class Scenario(_Strict):
 
 
 def _describe(error: dict[str, Any]) -> str:
-    location = ".".join(str(part) for part in error["loc"]) or "(top level)"
     message = error["msg"].removeprefix("Value error, ")
+    if not error["loc"] and re.match(r"[a-z_]+\.\d+: ", message):
+        return message  # a check across fields that names its own place ("faults.0: ...")
+    location = ".".join(str(part) for part in error["loc"]) or "(top level)"
     return f"{location}: {message}"
 
 

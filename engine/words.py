@@ -70,25 +70,10 @@ EVENT_TEMPLATES: dict[str, tuple[str, ...]] = {
     "txn_{what}_retry": ("txn_commit_retry", "txn_send_offsets_retry"),
 }
 
-# What the nemesis (and the runner's watch of the cluster) records, by `kind`.
-FAULT_WORDS: dict[str, str] = {
-    "drop-produce-response": "an ack will be dropped",
-    "drop-response": "an answer will be dropped",
-    "blackhole": "network cut",
-    "latency": "network slowed",
-    "reset-connections": "connections reset",
-    "crash": "killed",
-    "pause": "frozen",
-    "resume": "woken",
-    "kill-leader": "partition leader killed",
+# What the nemesis (and the runner's watch of the cluster) records, by `kind`, beside the fault
+# kinds themselves: each of those has its words in its own file (engine/faults/NAME.py).
+RECORD_WORDS: dict[str, str] = {
     "kill-node": "broker killed",
-    "kill-follower": "follower killed",
-    "stop-leader": "partition leader shut down cleanly",
-    "wipe-partition": "a replica's disk lost",
-    "pause-followers": "followers frozen",
-    "pause-follower": "a follower frozen",
-    "resume-nodes": "brokers woken",
-    "restart-nodes": "brokers restarted",
     "node-stopped": "broker stopped",
     "node-ready": "broker back",
     "restart-failed": "broker did not come back",
@@ -230,11 +215,12 @@ def event_words(ev: str) -> str:
     return EVENT_WORDS.get(ev) or from_name(ev)
 
 
-def fault_words(kind: str) -> str:
-    """A nemesis record's kind in the room's words; "crash-skipped" is "killed: skipped"."""
-    if kind.endswith(SKIPPED) and kind[: -len(SKIPPED)] in FAULT_WORDS:
-        return f"{FAULT_WORDS[kind[: -len(SKIPPED)]]}: skipped"
-    return FAULT_WORDS.get(kind) or from_name(kind)
+def record_words(kind: str) -> str | None:
+    """A nemesis record that is not a fault kind, in the room's words ("wipe-skipped" is "a
+    replica's disk lost: skipped"); None if unknown. engine.faults.fault_words says both."""
+    if kind.endswith(SKIPPED) and kind[: -len(SKIPPED)] in RECORD_WORDS:
+        return f"{RECORD_WORDS[kind[: -len(SKIPPED)]]}: skipped"
+    return RECORD_WORDS.get(kind)
 
 
 def proxy_words(kind: str) -> str:
@@ -259,10 +245,6 @@ def error_words(code: str | None, reason: str | None = None) -> str:
 
 def say_event(ev: str) -> Said:
     return Said(event_words(ev), ev)
-
-
-def say_fault(kind: str) -> Said:
-    return Said(fault_words(kind), kind)
 
 
 def say_proxy(kind: str) -> Said:
@@ -310,3 +292,13 @@ def nodes_words(nodes: object) -> str:
     if len(names) == 1:
         return f"node {names[0]}"
     return f"nodes {', '.join(names[:-1])} and {names[-1]}"
+
+
+def controller_words(event: dict[str, object]) -> str:
+    """Who the active controller (the metadata quorum's leader) was when a node was hurt."""
+    controller = event.get("controller")
+    if controller is None:
+        return "the active controller was not known at that moment"
+    if controller == event.get("node"):
+        return f"node {controller}, the one hurt, was the active controller"
+    return f"node {controller} was the active controller and ran on"

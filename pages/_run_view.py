@@ -16,8 +16,10 @@ import streamlit as st
 import streamlit.components.v1 as components
 
 from engine.checker import LATENCY_DEFINITION
+from engine.faults import KINDS, say_fault
+from engine.faults.base import HURT
 from engine.live import fault_fold, fault_raw, fault_text, fold_text, nemesis_text
-from engine.words import PROXY_WORDS, say_fault
+from engine.words import PROXY_WORDS
 from pages._presenter import presenter_on
 
 COUNTS = [
@@ -697,6 +699,9 @@ def place_labels(
     return placed
 
 
+PAUSED = KINDS["pause"].colour  # a pause's band lasts until its resume
+
+
 def fault_bands(result: dict[str, Any], start: float) -> list[dict[str, Any]]:
     """Faults as time bands: a pause lasts until its resume; an instant fault gets 50 ms.
 
@@ -712,20 +717,17 @@ def fault_bands(result: dict[str, Any], start: float) -> list[dict[str, Any]]:
             continue
         if kind == "resume" and str(fault.get("target")) in paused_at:
             target = str(fault["target"])
-            bands.append(band(paused_at.pop(target), t, f"{target} frozen", "#f9a825", "pause"))
+            bands.append(band(paused_at.pop(target), t, f"{target} frozen", PAUSED, "pause"))
             continue
-        if kind in (
-            "rules_cleared",
-            "latency_set",
-            "drop-produce-response",
-            "drop-response",
-            "connection_reset",
+        fault_kind = KINDS.get(kind) if fault.get("source") != "proxy" else None
+        if kind in ("rules_cleared", "latency_set", "connection_reset") or (
+            fault_kind is not None and not fault_kind.drawn
         ):
             continue  # set-up and clean-up, or the consequence of a drop already shown
         if kind in ("elr", "broker-log", "offsets"):
             continue  # evidence read from Kafka's tools and logs, listed with the evidence
         duration = float(fault.get("duration_s") or 0.05)
-        colour = "#c62828" if kind in ("crash", "kill-leader", "kill-follower") else "#ef6c00"
+        colour = fault_kind.colour if fault_kind is not None else HURT
         event = {**fault, "ev": "proxy" if fault.get("source") == "proxy" else "nemesis"}
         # A proxy's drop is said in its short words; its request is in the evidence.
         dropped = kind.endswith("_dropped") and kind in PROXY_WORDS
@@ -738,7 +740,7 @@ def fault_bands(result: dict[str, Any], start: float) -> list[dict[str, Any]]:
             }
         )
     for target, t in paused_at.items():
-        bands.append(band(t, t + 0.05, f"{target} frozen", "#f9a825", "pause"))
+        bands.append(band(t, t + 0.05, f"{target} frozen", PAUSED, "pause"))
     return bands
 
 

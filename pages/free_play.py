@@ -18,12 +18,12 @@ import streamlit as st
 from engine import record
 from engine.errors import LabError
 from engine.freeplay import (
+    BUTTONS,
     RATE_BOUNDS,
     RESTART_BOUNDS,
     TIME_LIMIT_BOUNDS,
     FreePlay,
     FreePlaySettings,
-    StrikeKind,
     broker_faults_refused,
 )
 from engine.levels import CORE_LEVELS, LEVELS
@@ -39,28 +39,6 @@ require_app()
 
 SESSION, WATCH = "free_play", "free_play_watch"
 REFRESH_S = 0.5
-# (button label, the strike, what it does for real); drawn in this order.
-BUTTONS: list[tuple[str, StrikeKind, str]] = [
-    (
-        "📉 Drop the next ack",
-        "drop-ack",
-        "The fault proxy forwards each producer's next Produce request to the broker, drops "
-        "the broker's answer and resets the connection.",
-    ),
-    (
-        "💀 Kill the processor",
-        "kill-processor",
-        "SIGKILL of each level's processor; a replacement starts at once.",
-    ),
-    ("🧊 Freeze the processor", "freeze-processor", "SIGSTOP of each level's processor."),
-    ("☀️ Wake it", "wake-processor", "SIGCONT of the processors frozen before."),
-    (
-        "🔌 Kill the partition leader",
-        "kill-leader",
-        "SIGKILL of the broker JVM that leads every level's partitions.",
-    ),
-    ("🔁 Restart the broker now", "restart", "Start the killed broker again, without waiting."),
-]
 # (table row, how to read it from a snapshot, what it counts)
 COUNT_ROWS = [
     ("Sent by the producer", lambda s: s.sent),

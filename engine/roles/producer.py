@@ -157,7 +157,7 @@ def resend_after_fencing(spec: dict[str, Any], history: HistoryWriter) -> list[i
 
 
 def run(spec: dict[str, Any]) -> int:
-    # A fault point on a transaction step (engine.nemesis.ARMABLE_EVENTS), if one is armed.
+    # A fault point on a transaction step (engine.faults.clients.ARMABLE_EVENTS), if one is armed.
     point = FailPoint.from_spec(spec.get("failpoint"))
     history = HistoryWriter(spec["history"], spec["name"], point and ArmedFailPoint(point))
     events = ProducerHistory(history, spec.get("outbox"))

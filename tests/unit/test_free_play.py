@@ -191,7 +191,7 @@ def test_a_processor_that_exited_says_why_from_its_history(tmp_path):
 def test_a_broker_fault_waits_for_the_cluster_to_name_a_leader(tmp_path, monkeypatch):
     """Right after a cluster restart a broker may not know the new topic's leader yet (-1):
     seen in CI, where a pause aimed at "a follower" then froze the leader."""
-    from engine import nemesis as nemesis_module
+    from engine.faults import nodes
 
     answers = iter([-1, -1, 3])
     cluster = ExternalCluster("127.0.0.1:1")
@@ -205,10 +205,10 @@ def test_a_broker_fault_waits_for_the_cluster_to_name_a_leader(tmp_path, monkeyp
         replace=lambda base, fault: None,
         history=history,
     )
-    assert Nemesis([], ctx)._leader() == 3
+    assert nodes.leader(Nemesis([], ctx)) == 3
 
     monkeypatch.setattr(cluster, "leader_of", lambda topic, partition=0: -1)
-    monkeypatch.setattr(nemesis_module, "LEADER_WAIT_S", 0.2)
+    monkeypatch.setattr(nodes, "LEADER_WAIT_S", 0.2)
     with pytest.raises(LabError, match="No broker named a leader for t"):
-        Nemesis([], ctx)._leader()
+        nodes.leader(Nemesis([], ctx))
     history.close()

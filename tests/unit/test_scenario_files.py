@@ -66,7 +66,29 @@ def test_a_valid_scenario_parses():
             VALID.replace("messages: 5", "messages: -3"),
             "workload.messages: Input should be greater than 0",
         ),
-        (VALID.replace("drop-produce-response", "flood"), "faults.0.kind: Input should be"),
+        (
+            VALID.replace("drop-produce-response", "flood"),
+            "faults.0.kind: unknown fault kind 'flood'; known kinds: blackhole, crash,",
+        ),
+        # Each kind takes only its own parameters (engine/faults/NAME.py declares them).
+        (
+            VALID.replace("drop-produce-response", "crash"),
+            "faults.0: crash does not take nth (it takes: replace, resend_unacked, target)",
+        ),
+        (
+            VALID.replace("drop-produce-response", "kill-leader"),
+            "faults.0: kill-leader does not take nth (it takes: no parameter besides when and "
+            "delay_s)",
+        ),
+        (
+            VALID.replace("drop-produce-response\n    nth: 1", "wipe-partition\n    target: x"),
+            "faults.0: wipe-partition takes target: leader or target: follower",
+        ),
+        # Where a kind is available: a follower needs a second node.
+        (
+            VALID.replace("drop-produce-response\n    nth: 1", "kill-follower"),
+            "demo.yaml: faults.0: kill-follower cannot run here: it needs at least 2 nodes",
+        ),
         (VALID + "colour: blue\n", "colour: Extra inputs are not permitted"),
         (VALID.replace("name: demo", "name: Demo Run!"), "name: use lower-case letters"),
         (VALID + "nodes: 1\nreplication: 3\n", "replication 3 needs at least that many nodes"),
