@@ -143,12 +143,23 @@ def jvms(pid: int) -> dict[int, str]:
     return out
 
 
-def presenter_metrics(tab, url: str, key: str) -> float:
-    """The presenter opens Metrics on the latest run and waits for Spark's result (seconds)."""
+# pages/metrics.py's line when Spark's computation failed (on a machine loaded enough,
+# Spark's JVM can time out reading Kafka); the page computes again when opened again.
+SPARK_FAILED = "Spark could not compute the metrics"
+
+
+def presenter_metrics(tab, url: str, key: str, tries: int = 3) -> float:
+    """The presenter opens Metrics on the latest run and waits for Spark's result (seconds),
+    opening the page again after a failed computation, up to `tries` times."""
     began = time.monotonic()
-    tab.goto(f"{url}/metrics?key={key}")
-    tab.get_by_text(METRICS_SHOWN).first.wait_for(timeout=900_000)
-    return time.monotonic() - began
+    for attempt in range(1, tries + 1):
+        tab.goto(f"{url}/metrics?key={key}")
+        shown = tab.get_by_text(METRICS_SHOWN).first
+        shown.or_(tab.get_by_text(SPARK_FAILED).first).wait_for(timeout=600_000)
+        if shown.is_visible():
+            return time.monotonic() - began
+        print(f"Spark's computation failed (try {attempt} of {tries})", flush=True)
+    raise RuntimeError(f"Spark's computation failed {tries} times in a row.")
 
 
 class Room:

@@ -64,7 +64,7 @@ def cmd_dashboard(args: argparse.Namespace) -> int:
         env[KEY_ENV] = key
         print(
             f"The dashboard serves a room on {args.address}: every browser is a viewer, except "
-            "the one that opens the presenter link:",
+            "those that open the presenter link:",
             file=sys.stderr,
         )
         import socket

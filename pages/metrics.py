@@ -6,24 +6,23 @@ import threading
 import time
 from typing import Any
 
-import pandas as pd
 import streamlit as st
 
 from engine import record
 from engine.checker import LATENCY_DEFINITION
 from engine.errors import LabError
 from pages._metrics_view import (
-    history_figure,
-    history_frame,
-    latency_cdf_figure,
+    COMPARED,
+    draw_damage,
+    draw_history,
+    draw_latency,
+    draw_throughput,
     ordered_results,
-    percentile_table,
-    rates_figure,
     room_reason,
     shared_metrics,
     shared_result,
     shared_runs,
-    throughput_figure,
+    versioned_metrics,
 )
 from pages._roles import is_presenter
 from pages._run_view import (
@@ -38,8 +37,6 @@ from pages._spark import SparkService, spark_service
 
 require_app()
 
-# The counts the engine's checker wrote in result.json; Spark must find the same ones.
-COMPARED = ("sent", "acked", "delivered", "duplicates", "lost", "reordered", "aborted_visible")
 THROUGHPUT_HELP = (
     "Messages whose latency was measured (delivered and seen by the sink), counted in the "
     "time bucket in which the sink first saw them. The width of a level's buckets comes from "
@@ -147,7 +144,9 @@ def agreement(metrics: dict[str, Any], checked: dict[str, Any]) -> list[str]:
     return differences
 
 
-def render(meta: dict[str, Any], metrics: dict[str, Any]) -> None:
+def render(meta: dict[str, Any], version: float, metrics: dict[str, Any]) -> None:
+    """The run's metrics as saved in `version` of its metrics.json; the charts and tables are
+    drawn once per version for the whole room (pages/_metrics_view.py, shared drawings)."""
     when = time.strftime("%H:%M:%S", time.localtime(metrics.get("computed_at") or 0))
     st.caption(f"Spark read **{metrics.get('source')}** (computed at {when}).")
     if metrics.get("fallback_reason"):
@@ -170,20 +169,16 @@ def render(meta: dict[str, Any], metrics: dict[str, Any]) -> None:
             icon="⚠️",
         )
 
+    run_id, levels = meta["run_id"], tuple(results)
     st.subheader("Duplicates, losses, reorders")
-    shown = ("messages", *COMPARED)
-    counts = pd.DataFrame({level: {k: r.get(k) for k in shown} for level, r in results.items()})
-    st.dataframe(counts, width="stretch")
-    st.plotly_chart(rates_figure(results), width="stretch", key="metrics_rates")
+    draw_damage(run_id, version, levels)
 
     st.subheader("End-to-end latency", help=LATENCY_DEFINITION)
     log_x = st.toggle("Logarithmic time axis", key="metrics_log_x")
-    left, right = st.columns([3, 2])
-    left.plotly_chart(latency_cdf_figure(results, log_x=log_x), width="stretch", key="metrics_cdf")
-    right.dataframe(percentile_table(results), hide_index=True, width="stretch")
+    draw_latency(run_id, version, levels, log_x)
 
     st.subheader("Throughput over time", help=THROUGHPUT_HELP)
-    st.plotly_chart(throughput_figure(results), width="stretch", key="metrics_throughput")
+    draw_throughput(run_id, version, levels)
 
     verdicts = metrics.get("verdicts") or {}
     if verdicts or metrics.get("verdicts_parquet"):
@@ -248,7 +243,7 @@ def render_history(
 ) -> None:
     st.subheader(f"Across runs: {scenario}")
     same = [m for m in runs if m.get("scenario") == scenario]
-    saved_by_id = {m["run_id"]: shared_metrics(m["run_id"]) for m in same}
+    saved_by_id = {m["run_id"]: versioned_metrics(m["run_id"]) for m in same}
     missing = [m for m in same if saved_by_id[m["run_id"]] is None]
     if missing and not presenter:
         st.caption(
@@ -268,22 +263,23 @@ def render_history(
             for i, meta in enumerate(missing, start=1):
                 try:
                     with computations().lock(meta["run_id"]):
-                        saved_by_id[meta["run_id"]] = record.load_metrics(
-                            meta["run_id"]
-                        ) or compute_and_save(meta["run_id"], spark=service.session())
+                        if record.load_metrics(meta["run_id"]) is None:
+                            compute_and_save(meta["run_id"], spark=service.session())
+                    saved_by_id[meta["run_id"]] = versioned_metrics(meta["run_id"])
                 except Exception as exc:
                     show_error(exc)
                 bar.progress(i / len(missing), text=f"{i} of {len(missing)} runs computed")
-    saved = [(m, saved_by_id[m["run_id"]]) for m in same if saved_by_id[m["run_id"]]]
-    if len(saved) < 2:
+    versions = [(m, saved_by_id[m["run_id"]]) for m in same if saved_by_id[m["run_id"]]]
+    if len(versions) < 2:
         st.caption(
-            f"{len(saved)} run(s) of {scenario} have Spark metrics; the history needs two. "
+            f"{len(versions)} run(s) of {scenario} have Spark metrics; the history needs two. "
             "Run the scenario again in the Failure lab."
         )
         return
-    frame = history_frame(saved)
-    st.plotly_chart(history_figure(frame), width="stretch", key="metrics_history")
-    st.dataframe(frame.drop(columns=["started_at"]), hide_index=True, width="stretch")
+    draw_history(
+        tuple((m["run_id"], version) for m, (version, _metrics) in versions),
+        [(m, metrics) for m, (_version, metrics) in versions],
+    )
 
 
 runs = [m for m in shared_runs() if m.get("status") == "complete"]
@@ -320,7 +316,8 @@ if (
     and st.button("Recompute with Spark (reads Kafka again)", disabled=service.state != "ready")
 ):
     saved = recompute(meta["run_id"], service) or saved
-if saved is None:
+current = versioned_metrics(meta["run_id"])  # what was saved, as every session draws it
+if current is None:
     if not presenter:
         st.info(
             "The presenter has not computed this run's metrics yet. Spark computes them once "
@@ -329,6 +326,8 @@ if saved is None:
         )
     elif service.state == "starting":
         st.info("The metrics appear here as soon as Spark is up.")
+    elif saved is not None:  # computed, but its metrics.json cannot be read back
+        show_error(LabError(f"The metrics of run {meta['run_id']} were not saved beside it."))
     st.stop()
-render(meta, saved)
+render(meta, *current)
 render_history(meta["scenario"], runs, service, presenter)

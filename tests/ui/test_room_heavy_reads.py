@@ -114,6 +114,74 @@ def test_a_viewer_sees_the_presenters_metrics_and_no_recompute_button(room):
     assert not [b for b in viewer.button if "Recompute" in b.label]
 
 
+def saved_metrics(started: float) -> dict:
+    """A metrics.json as Spark saves it, small: one level, every chart with something to draw."""
+    level = {
+        "messages": 10,
+        "sent": 10,
+        "acked": 10,
+        "delivered": 10,
+        "duplicates": 1,
+        "duplicated_share": 0.1,
+        "lost": 0,
+        "reordered": 0,
+        "aborted_visible": 0,
+        "started_at": started,
+        "latency_ms": {"p50": 3.0, "p95": 8.0, "p99": 9.0, "max": 9.0},
+        "latency_distribution_ms": [{"q": 50, "ms": 3.0}, {"q": 100, "ms": 9.0}],
+        "throughput": {
+            "bucket_s": 0.05,
+            "per_bucket": [4, 6],
+            "window_start": started,
+            "messages": 10,
+            "messages_per_s": 100.0,
+        },
+    }
+    return {"results": {"at-least-once": level}, "source": "kafka", "computed_at": started}
+
+
+def test_the_metrics_charts_are_built_once_for_the_whole_room(room, monkeypatch):
+    """Sixty viewers opening Metrics build its Plotly figures once, not once each: a later
+    session is sent the elements the first one drew; a new metrics.json is drawn anew."""
+    import os
+
+    import pages._metrics_view as view
+
+    spark, computed, folder = room
+    built: list[str] = []
+    for name in ("rates_figure", "latency_cdf_figure", "throughput_figure"):
+        original = getattr(view, name)
+
+        def counted(*args, _original=original, _name=name, **kwargs):
+            built.append(_name)
+            return _original(*args, **kwargs)
+
+        monkeypatch.setattr(view, name, counted)
+    for drawing in (view.draw_damage, view.draw_latency, view.draw_throughput):
+        drawing.clear()
+    path = folder / "metrics.json"
+    path.write_text(json.dumps(saved_metrics(time.time())))
+
+    specs = []
+    for _viewer in range(3):
+        viewer = AppTest.from_file(APP, default_timeout=30).run()
+        viewer.switch_page("pages/metrics.py").run()
+        assert not viewer.exception
+        specs.append([chart.proto.spec for chart in viewer.get("plotly_chart")])
+    assert sorted(built) == ["latency_cdf_figure", "rates_figure", "throughput_figure"]
+    assert len(specs[0]) == 3 and specs[1] == specs[0] and specs[2] == specs[0]
+    assert computed == [] and spark.starts == 0
+
+    # The presenter recomputes: a new version of metrics.json, drawn again, once.
+    path.write_text(json.dumps({**saved_metrics(time.time()), "source": "the record"}))
+    os.utime(path, (time.time() + 5, time.time() + 5))
+    viewer = AppTest.from_file(APP, default_timeout=30).run()
+    viewer.switch_page("pages/metrics.py").run()
+    assert not viewer.exception
+    assert len(built) == 6
+    assert "Spark read **the record**" in texts(viewer)
+
+
 def test_a_viewer_gets_the_presenters_log_dump_and_no_dump_button(room):
     from pages._room_results import room_results
 
