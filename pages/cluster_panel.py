@@ -15,6 +15,8 @@ from pages._shared import ClusterService, cluster_service, show_error
 
 STATE_ICONS = {"running": "🟢", "paused": "🟡", "down": "🔴"}
 SEEN_STATE = "_lab_cluster_state_seen"
+# How often a viewer's sidebar asks again (the presenter's: every 2 s).
+VIEWER_REFRESH_S = 6.0
 
 
 def render_cluster_panel() -> None:
@@ -29,10 +31,13 @@ def render_cluster_panel() -> None:
     st.session_state[SEEN_STATE] = service.state
     with st.sidebar:
         st.subheader("Cluster")
-        _status(service)
+        # A viewer's sidebar is redrawn less often: each redraw costs the dashboard's one
+        # process CPU, and a room of viewers redrawing every 2 s was the second-largest
+        # cost of 60 viewers (a py-spy profile, docs/serving-a-room.md); the status itself
+        # is asked of the brokers once for everyone (ClusterService.status).
+        (_status_for_presenter if is_presenter() else _status_for_viewer)(service)
 
 
-@st.fragment(run_every=2.0)
 def _status(service: ClusterService) -> None:
     # When a start ends between two of the sidebar's own reruns, the whole page is drawn
     # again, so its Run buttons follow the cluster.
@@ -125,6 +130,10 @@ def _announcements(service: ClusterService) -> None:
     recent = [a for a in service.announcements if time.time() - a.at < 30]
     for note in recent[-3:]:
         st.info(f"{time.strftime('%H:%M:%S', time.localtime(note.at))} · {note.text}")
+
+
+_status_for_presenter = st.fragment(run_every=2.0)(_status)
+_status_for_viewer = st.fragment(run_every=VIEWER_REFRESH_S)(_status)
 
 
 def _start_controls(service: ClusterService) -> None:
