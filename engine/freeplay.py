@@ -44,6 +44,7 @@ from engine import record
 from engine.cluster.base import Cluster
 from engine.errors import LabError
 from engine.history import read_jsonl
+from engine.judge import LevelResult
 from engine.levels import CORE_LEVELS, LEVELS
 from engine.nemesis import Nemesis
 from engine.runner import LevelRun, new_run_id
@@ -301,7 +302,7 @@ class FreePlay:
             self._clean_up()
         record.finish_run(folder, status="complete", results=results)
         record.prune_runs()
-        return {"run_id": self.run_id, "scenario": scenario.name, "results": results}
+        return record.run_output(self.run_id, scenario.name, results)
 
     def _set_up(self, scenario: Scenario, folder: Path) -> None:
         leader = self._chosen_leader() if self.settings.broker_faults else None
@@ -437,7 +438,7 @@ class FreePlay:
             "application's supervisor started a new instance."
         )
 
-    def _finish(self) -> dict[str, Any]:
+    def _finish(self) -> dict[str, LevelResult]:
         """Stop the stream, heal, let the processors catch up, then judge every level."""
         self.stage = "Stopping the stream"
         self.deadline = min(self.deadline or time.time(), time.time())
@@ -460,7 +461,7 @@ class FreePlay:
                 f"{level.run.level.name}: the processor had not caught up {DRAIN_S:g} s after "
                 "the stream stopped; judged as it stood."
             )
-        results: dict[str, Any] = {}
+        results: dict[str, LevelResult] = {}
         for level in self.levels:
             # The ledger is what the stream sent: the ids with a `send` line.
             level.run.ledger = sent_ids(level.run)
