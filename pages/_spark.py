@@ -6,13 +6,14 @@ A Spark JVM takes 13 to 20 s to start here, so the dashboard starts it as soon a
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 from concurrent.futures import Future
 from typing import TYPE_CHECKING
 
 import streamlit as st
+
+from engine import settings
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -131,5 +132,5 @@ def autostart_spark() -> None:
     """
     from pages._roles import is_presenter
 
-    if os.environ.get("LAB_SPARK_AUTOSTART", "1") != "0" and is_presenter():
+    if settings.SPARK_AUTOSTART.get() != "0" and is_presenter():
         spark_service().ensure_started()

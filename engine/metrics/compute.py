@@ -14,7 +14,7 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from engine import leash, paths, record
+from engine import leash, paths, record, settings
 from engine.errors import LabError
 
 if TYPE_CHECKING:
@@ -26,16 +26,13 @@ RECORD_SOURCE = "the records saved with the run"
 # From this many verdict rows (levels x messages) on, a run is big: its metrics are computed
 # in a process of their own with big-run settings (session.big_run_environment), so the
 # dashboard's session keeps the settings that make a class's runs fast.
-DEFAULT_BIG_RUN_ROWS = 1_000_000
-_BIG_PROCESS = "LAB_METRICS_BIG_PROCESS"  # set in that process, so it does not start another
+# Set in that process, so that it does not start another.
+_BIG_PROCESS = settings.METRICS_BIG_PROCESS.name
 _PROGRESS = "@progress "  # how that process's progress lines start on its stderr
 
 
 def big_run_rows() -> int:
-    try:
-        return int(os.environ.get("LAB_METRICS_BIG_RUN", DEFAULT_BIG_RUN_ROWS))
-    except ValueError:
-        return DEFAULT_BIG_RUN_ROWS
+    return settings.METRICS_BIG_RUN.integer()
 
 
 def compute_and_save(
@@ -57,7 +54,8 @@ def compute_and_save(
     from engine.metrics.verdict_table import verdict_fields
 
     inputs = load_run_inputs(run_id)
-    if inputs.messages * len(inputs.levels) >= big_run_rows() and not os.environ.get(_BIG_PROCESS):
+    big = inputs.messages * len(inputs.levels) >= big_run_rows()
+    if big and not settings.METRICS_BIG_PROCESS.get():
         return compute_in_big_process(
             run_id, bootstrap=bootstrap, from_record=from_record, progress=progress
         )

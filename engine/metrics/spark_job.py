@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import sys
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
@@ -46,7 +45,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from engine import record
+from engine import record, settings
 from engine.checker import LATENCY_DEFINITION
 from engine.errors import LabError
 from engine.metrics.buckets import bucket_width, width_sql
@@ -777,7 +776,7 @@ def judge(
 def shuffle_partitions() -> int:
     """LAB_SPARK_SHUFFLE_PARTITIONS (default 4): the shuffle partitions of a class's runs."""
     try:
-        return max(1, int(os.environ.get("LAB_SPARK_SHUFFLE_PARTITIONS", "4")))
+        return settings.SPARK_SHUFFLE_PARTITIONS.integer(minimum=1)
     except ValueError:
         return 4
 
