@@ -51,7 +51,7 @@ class SparkService:
             self._future.add_done_callback(self._then_warm_up_kafka)
 
     def _warm_up(self, spark: SparkSession) -> None:
-        from engine.metrics.spark_job import warm_up_judgement
+        from engine.metrics.warm_up import warm_up_judgement
 
         self._progress("warming up the metrics job", 0.95)
         warm_up_judgement(spark)
@@ -73,7 +73,7 @@ class SparkService:
         Without it, the first real judgement also loads and compiles Spark's Kafka source,
         about a second more (benchmarks/METRICS.md).
         """
-        from engine.metrics.spark_job import warm_up_judgement
+        from engine.metrics.warm_up import warm_up_judgement
 
         service = self._clusters
         if service is None:

@@ -49,8 +49,9 @@ def compute_and_save(
     `fallback_reason` (why not Kafka, or None) and `verdicts` (Spark's table per level; for a
     big run None, with `verdicts_parquet` naming its Parquet copy: engine.metrics.verdict_table).
     """
+    from engine.metrics.inputs import MetricsError, load_run_inputs
     from engine.metrics.session import metrics_bootstrap
-    from engine.metrics.spark_job import MetricsError, load_run_inputs, run_metrics
+    from engine.metrics.spark_job import run_metrics
     from engine.metrics.verdict_table import verdict_fields
 
     inputs = load_run_inputs(run_id)
@@ -94,8 +95,8 @@ def compute_in_big_process(
 
     Its progress lines come back through stderr; its result is the metrics.json it saved.
     """
+    from engine.metrics.inputs import MetricsError
     from engine.metrics.session import big_run_environment
-    from engine.metrics.spark_job import MetricsError
 
     report = progress or (lambda _what, _fraction: None)
     report("starting a Spark process for a big run", 0.02)

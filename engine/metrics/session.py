@@ -106,6 +106,11 @@ def spark_master(master: str | None = None) -> str | None:
     return chosen or "local[*]"
 
 
+def shuffle_partitions() -> int:
+    """LAB_SPARK_SHUFFLE_PARTITIONS: the shuffle partitions of a class's runs (at least 1)."""
+    return settings.SPARK_SHUFFLE_PARTITIONS.integer(minimum=1)
+
+
 def metrics_bootstrap(default: str | None = None) -> str | None:
     """The bootstrap the job reads Kafka through: LAB_METRICS_BOOTSTRAP, else `default`."""
     return settings.METRICS_BOOTSTRAP.get() or default
@@ -131,8 +136,6 @@ def get_spark(master: str | None = None, progress: Progress | None = None) -> Sp
         find_java()  # a clear message instead of pyspark's "Java gateway process exited"
         report("starting the Spark JVM", 0.2)
         from pyspark.sql import SparkSession
-
-        from engine.metrics.spark_job import shuffle_partitions
 
         # Spark guesses the machine's address from its hostname and warns; the lab is local.
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")

@@ -19,7 +19,7 @@ from engine import record, settings
 if TYPE_CHECKING:
     import pandas as pd
 
-    from engine.metrics.spark_job import Judged
+    from engine.metrics.summary import Judged
 
 PARQUET_DIR = "verdicts.parquet"
 # Rows per Parquet part file: a page of the table reads a few of them at most.
@@ -38,7 +38,7 @@ def verdict_fields(judged: Judged, run_id: str) -> dict[str, Any]:
     {"verdicts": None, "verdicts_parquet": PARQUET_DIR} after writing the table beside
     the run (replacing an earlier copy).
     """
-    from engine.metrics.spark_job import verdict_rows
+    from engine.metrics.summary import verdict_rows
 
     rows = judged.messages * len(judged.levels)
     if rows <= rows_in_memory():
