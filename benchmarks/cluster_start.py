@@ -22,7 +22,7 @@ from pathlib import Path
 
 from confluent_kafka import Producer
 
-from engine import paths
+from engine import paths, tools
 from engine.cluster import jars
 from engine.cluster.embedded import EmbeddedCluster
 from engine.kafka import admin
@@ -79,7 +79,7 @@ def cold_jar_fetch() -> float:
     """Resolve the jars into an empty Maven repository and cache: the first-run download."""
     with tempfile.TemporaryDirectory() as tmp:
         began = time.monotonic()
-        jars.maven_package(
+        tools.maven_package(
             paths.KAFKA_POM,
             ("kafka.libs", Path(tmp) / "libs"),
             what=f"Kafka {paths.kafka_version()}",

@@ -24,9 +24,10 @@ def _print_json(data: object) -> None:
 
 
 def cmd_setup(args: argparse.Namespace) -> int:
+    from engine import tools
     from engine.cluster import jars
 
-    java = jars.find_java()
+    java = tools.find_java()
     libs = jars.ensure_kafka_jars()
     print(f"Java: {java}")
     print(f"Kafka {paths.kafka_version()} jars: {libs}")
@@ -40,10 +41,11 @@ def cmd_setup(args: argparse.Namespace) -> int:
 
 def cmd_preflight(args: argparse.Namespace) -> int:
     """What `./lab dashboard` checks before starting Streamlit: Java, the jars, the port."""
+    from engine import tools
     from engine.cluster import jars
     from engine.cluster.ports import require_free
 
-    jars.find_java()
+    tools.find_java()
     jars.ensure_kafka_jars()
     if args.port:
         require_free(args.port, "the dashboard", host=args.address)

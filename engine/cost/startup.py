@@ -18,8 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from engine import paths
-from engine.cluster import jars
+from engine import paths, tools
 from engine.cost.stats import Summary, summarize
 from engine.cost.throughput import BenchmarkError
 
@@ -104,7 +103,7 @@ def spark_connector_fetch_s() -> float:
 
     with tempfile.TemporaryDirectory() as tmp:
         began = time.monotonic()
-        jars.maven_package(
+        tools.maven_package(
             CONNECTOR_POM,
             ("spark.kafka.jars", Path(tmp) / "jars"),
             what=f"Spark's Kafka connector {connector_version()}",

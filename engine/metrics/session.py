@@ -81,7 +81,7 @@ def ensure_connector_jars(*, offline: bool = False) -> list[Path]:
     """The connector's jars, fetched from Maven Central with spark-deps/pom.xml if missing."""
     jars_dir = connector_dir()
     if not (jars_dir / _COMPLETE_MARKER).exists():
-        from engine.cluster.jars import maven_package
+        from engine.tools import maven_package
 
         if jars_dir.exists():  # a half-finished copy from an interrupted fetch
             shutil.rmtree(jars_dir)
@@ -131,7 +131,7 @@ def get_spark(master: str | None = None, progress: Progress | None = None) -> Sp
         check_versions()
         report("fetching Spark's Kafka connector (once)", 0.05)
         jars = ensure_connector_jars()
-        from engine.cluster.jars import find_java
+        from engine.tools import find_java
 
         find_java()  # a clear message instead of pyspark's "Java gateway process exited"
         report("starting the Spark JVM", 0.2)
