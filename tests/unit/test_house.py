@@ -108,3 +108,34 @@ def test_the_circle_check_finds_a_circle_even_through_a_function_import(tmp_path
     assert circles(graph) == [["engine.a", "engine.b"]]
     graph["engine.b"] = set()
     assert circles(graph) == []
+
+
+def outward_imports(path: Path) -> set[str]:
+    """What a file imports from the dashboard's pages or from benchmarks/ (anywhere in it)."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        names = (
+            [a.name for a in node.names]
+            if isinstance(node, ast.Import)
+            else [node.module or ""]
+            if isinstance(node, ast.ImportFrom)
+            else []
+        )
+        found.update(n for n in names if n.split(".")[0] in ("pages", "benchmarks", "app"))
+    return found
+
+
+def test_the_engine_imports_no_page_and_no_benchmark() -> None:
+    """Imports point down: pages and benchmarks use the engine, never the other way."""
+    upward = {
+        str(path.relative_to(REPO_ROOT)): sorted(names)
+        for path in sorted((REPO_ROOT / "engine").rglob("*.py"))
+        if (names := outward_imports(path))
+    }
+    assert not upward, upward
+
+
+def test_the_upward_check_sees_a_function_import(tmp_path) -> None:
+    """What engine/cost/startup.py did: a benchmark imported inside a function."""
+    (tmp_path / "startup.py").write_text("def f():\n    from benchmarks.cluster_start import x\n")
+    assert outward_imports(tmp_path / "startup.py") == {"benchmarks.cluster_start"}
