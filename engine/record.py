@@ -48,8 +48,10 @@ LEVEL_SETTINGS = "settings.json"  # how the level was run (engine.judge.LevelSet
 # application's record of sends and acks (engine.roles.producer).
 NEMESIS_HISTORY = "nemesis.jsonl"
 OUTBOX = "outbox.jsonl"
-# Files in levels/LEVEL/ that are not one process's own history (engine.live skips them).
-NOT_A_PROCESS = (HISTORY, OUTBOX)
+# One process's own history in levels/LEVEL/ (process_history names them): history.jsonl
+# (every event merged, at the end) and outbox.jsonl (the producer's application record)
+# are not, and would count events twice.
+PROCESS_HISTORY = re.compile(r"(producer|processor|sink|source|nemesis)(-\d+)?\.jsonl")
 
 
 class RunNotFoundError(LabError):

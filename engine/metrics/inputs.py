@@ -79,8 +79,8 @@ def load_run_inputs(run_id: str) -> RunInputs:
             f"There is no run '{run_id}' in {folder.parent}. `python -m engine runs` lists them."
         )
     try:
-        config = json.loads((folder / "config.json").read_text())
-        result = json.loads((folder / "result.json").read_text())
+        config = json.loads((folder / record.CONFIG).read_text())
+        result = json.loads((folder / record.RESULT).read_text())
     except FileNotFoundError as exc:
         raise record.CorruptRunError(
             f"The run {run_id} has no {Path(exc.filename).name}: it did not finish, so it has "
@@ -103,7 +103,9 @@ def load_run_inputs(run_id: str) -> RunInputs:
             LevelSpec(level=name, topic=r["sink_topic"], isolation=r["isolation"])
             for name, r in results.items()
         ],
-        history_paths={name: folder / "levels" / name / "history.jsonl" for name in results},
+        history_paths={
+            name: record.level_folder(folder, name) / record.HISTORY for name in results
+        },
         recorded_bootstrap=config.get("cluster", {}).get("direct_bootstrap"),
         engine_results=results,
     )

@@ -139,3 +139,53 @@ def test_the_upward_check_sees_a_function_import(tmp_path) -> None:
     """What engine/cost/startup.py did: a benchmark imported inside a function."""
     (tmp_path / "startup.py").write_text("def f():\n    from benchmarks.cluster_start import x\n")
     assert outward_imports(tmp_path / "startup.py") == {"benchmarks.cluster_start"}
+
+
+RUN_FOLDER_FILES = {
+    "run.json",
+    "scenario.yaml",
+    "config.json",
+    "result.json",
+    "metrics.json",
+    "history.jsonl",
+    "verdicts.json",
+    "stored.json",
+    "settings.json",
+    "nemesis.jsonl",
+    "outbox.jsonl",
+}
+
+
+def file_names_in_code(path: Path) -> set[str]:
+    """The run folder's file names a module spells out as strings (docstrings aside)."""
+    tree = ast.parse(path.read_text())
+    docstrings = {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.Module, ast.FunctionDef, ast.ClassDef, ast.AsyncFunctionDef))
+        and node.body
+        and isinstance(node.body[0], ast.Expr)
+        and isinstance(node.body[0].value, ast.Constant)
+    }
+    return {
+        node.value
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant)
+        and id(node) not in docstrings
+        and node.value in RUN_FOLDER_FILES
+    }
+
+
+def test_the_run_folder_layout_is_known_in_engine_record_only() -> None:
+    elsewhere = {
+        str(path.relative_to(REPO_ROOT)): sorted(names)
+        for path in modules().values()
+        if path != REPO_ROOT / "engine" / "record.py" and (names := file_names_in_code(path))
+    }
+    assert not elsewhere, elsewhere
+
+
+def test_the_layout_check_sees_a_file_name_spelled_out(tmp_path) -> None:
+    """What engine/runner.py did: `folder / "verdicts.json"`."""
+    (tmp_path / "m.py").write_text('"""Writes verdicts.json."""\np = folder / "verdicts.json"\n')
+    assert file_names_in_code(tmp_path / "m.py") == {"verdicts.json"}
