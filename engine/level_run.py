@@ -26,7 +26,7 @@ from engine import record, settings
 from engine.cluster.base import Cluster
 from engine.errors import LabError
 from engine.failpoints import FailPoint
-from engine.history import HistoryWriter, Tail, merge
+from engine.history import HistoryFanOut, HistoryWriter, Tail, merge
 from engine.judge import EffectRows, LevelResult, LevelSettings, ReadBack, judge
 from engine.kafka import admin
 from engine.kafka.elr import (
@@ -614,6 +614,34 @@ class LevelRun:
 def last_event(path: Path) -> str | None:
     events = merge([path])
     return events[-1]["ev"] if events else None
+
+
+def every_level_nemesis(
+    cluster: Cluster,
+    runs: list[LevelRun],
+    faults: list[Fault],
+    *,
+    topic: str,
+    started_at: float,
+) -> Nemesis:
+    """One nemesis for several levels at once, for the faults that strike brokers: each of its
+    lines is written once, with one time, into every one of the levels' histories
+    (HistoryFanOut). `topic` is the one whose leader it finds; the levels' partitions share
+    their leader (a scenario's shared faults, free play's broker strikes). It has no clients
+    of its own to crash or replace.
+    """
+    return Nemesis(
+        faults,
+        NemesisContext(
+            cluster=cluster,
+            topic=topic,
+            client_ids={},
+            processes=lambda _base: None,
+            replace=lambda _base, _fault: None,
+            history=HistoryFanOut([level_run.nemesis_history for level_run in runs]),
+            started_at=started_at,
+        ),
+    )
 
 
 def placement_note(replicas: list[int], controller: int | None) -> str:

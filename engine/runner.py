@@ -21,18 +21,18 @@ from typing import Any, Literal
 from engine import paths, record, settings
 from engine.cluster.base import Cluster
 from engine.errors import LabError
-from engine.history import HistoryFanOut, Tail
+from engine.history import Tail
 from engine.judge import LevelResult
 from engine.level_run import (  # the names other modules take from the runner
     LevelRun,
     RunFailed,
     calm_leader,
+    every_level_nemesis,
     producer_config,
 )
 from engine.levels import LEVELS
 from engine.nemesis import (
     Nemesis,
-    NemesisContext,
     reaches_beyond_level,
 )
 from engine.processes import RoleProcess
@@ -269,19 +269,10 @@ def _run_shared_faults(
             producers = [done.result() for done in [pool.submit(prepare, r) for r in runs]]
         step("waiting for every producer to start")
         _wait_for_event(producers, "ready", timeout=60.0)
-        history = HistoryFanOut([level_run.nemesis_history for level_run in runs])
         started = time.time()
-        nemesis = Nemesis(
-            list(scenario.faults),
-            NemesisContext(
-                cluster=cluster,
-                topic=runs[0].judged_topic,  # every level's has the same leader
-                client_ids={},
-                processes=lambda _base: None,
-                replace=lambda _base, _fault: None,
-                history=history,
-                started_at=started,
-            ),
+        # Every level's judged topic has the same leader (the lab's placement).
+        nemesis = every_level_nemesis(
+            cluster, runs, list(scenario.faults), topic=runs[0].judged_topic, started_at=started
         )
         nemesis.tick()  # faults at 0 s are in place before the first message
         gate.touch()
