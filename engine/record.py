@@ -7,8 +7,14 @@ runs/RUN_ID/
   config.json           the validated scenario, the cluster, each level's client settings
   result.json           the `engine run --json` object
   metrics.json          the same object computed by Spark (`engine metrics`), once computed
-  levels/LEVEL/         history.jsonl (every event), verdicts.json, stored.json,
-                        and each client's own history, spec and log
+  levels/LEVEL/         history.jsonl (every event, merged), verdicts.json, stored.json
+                        (what was read back), settings.json (how the level ran): with the
+                        history, engine.judge's three inputs, so a level can be judged
+                        again offline (load_judged_inputs); and each client's own history
+                        (PROCESS_HISTORY), spec and log, nemesis.jsonl and outbox.jsonl
+
+This module is the folder's one owner: the file names are known here only (a unit test,
+tests/unit/test_house.py, keeps it so).
 """
 
 from __future__ import annotations
