@@ -467,9 +467,9 @@ class LevelRun:
         history = merge([*own, self.folder / record.NEMESIS_HISTORY])
         history += self._group_committed_events()
         read = replace(read, proxy_faults=self._proxy_faults(), effect_rows=self._effect_rows())
-        settings = self.settings()
-        judged = judge(history, read, settings)
-        record.write_level(self.folder, history, judged.verdicts, read, settings)
+        ran = self.how_it_ran()
+        judged = judge(history, read, ran)
+        record.write_level(self.folder, history, judged.verdicts, read, ran)
         return judged.result
 
     def read_back(self, progress: Callable[[str], None]) -> ReadBack:
@@ -511,7 +511,7 @@ class LevelRun:
             in_sync=in_sync,
         )
 
-    def settings(self) -> LevelSettings:
+    def how_it_ran(self) -> LevelSettings:
         """How this level ran, for the judge and the run folder."""
         return LevelSettings(
             level=self.level.name,
