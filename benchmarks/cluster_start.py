@@ -17,75 +17,10 @@ import os
 import statistics
 import sys
 import tempfile
-import time
-from pathlib import Path
-
-from confluent_kafka import Producer
 
 from engine import paths
 from engine.cluster import jars
-from engine.cluster.embedded import EmbeddedCluster
-from engine.kafka import admin
-
-
-def rss_mib(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return 0.0
-
-
-def cluster_rss(cluster: EmbeddedCluster) -> float:
-    pids = [n.pid for n in cluster.nodes() if n.pid]
-    if cluster.proxy and cluster.proxy.pid:
-        pids.append(cluster.proxy.pid)
-    return sum(rss_mib(p) for p in pids)
-
-
-def load(cluster: EmbeddedCluster, count: int = 20_000) -> None:
-    topic = "bench-load"
-    admin.create_topic(
-        cluster.direct_bootstrap, topic, partitions=3, replication=min(3, len(cluster.node_ids))
-    )
-    producer = Producer(
-        {"bootstrap.servers": cluster.proxied_bootstrap, "acks": "all", "linger.ms": 5}
-    )
-    payload = b"x" * 1024
-    for _ in range(count):
-        while True:
-            try:
-                producer.produce(topic, payload)
-                break
-            except BufferError:
-                producer.poll(0.05)
-    producer.flush(60)
-
-
-def one_start(nodes: int, name: str) -> tuple[float, float, float]:
-    cluster = EmbeddedCluster(name, node_count=nodes)
-    began = time.monotonic()
-    cluster.start(timeout=240)
-    elapsed = time.monotonic() - began
-    try:
-        idle = cluster_rss(cluster)
-        load(cluster)
-        loaded = cluster_rss(cluster)
-    finally:
-        cluster.stop()
-    return elapsed, idle, loaded
-
-
-def cold_jar_fetch() -> float:
-    """Resolve the jars into an empty Maven repository and cache: the first-run download."""
-    with tempfile.TemporaryDirectory() as tmp:
-        began = time.monotonic()
-        jars.maven_package(
-            paths.KAFKA_POM,
-            ("kafka.libs", Path(tmp) / "libs"),
-            what=f"Kafka {paths.kafka_version()}",
-            repo_local=Path(tmp) / "m2",
-        )
-        return time.monotonic() - began
+from engine.cost.startup import cold_jar_fetch, one_start  # the engine's, as the Cost page's
 
 
 def main() -> None:

@@ -25,10 +25,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from engine.cluster.jars import ensure_kafka_jars, find_java
+from engine.cluster.jars import ensure_kafka_jars
 from engine.dashboard import serve_dashboard
 from engine.kafka.admin import create_topic
 from engine.scenario import list_scenarios, load_scenario
+from engine.tools import find_java
 
 # Pairs that run together: each side's faults stay inside its own clients, so they share.
 PAIRS = [

@@ -14,7 +14,7 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 
-from engine import paths
+from engine import paths, settings
 from engine.cli_common import run_command
 from engine.errors import ClusterNotRunningError
 
@@ -24,9 +24,10 @@ def _print_json(data: object) -> None:
 
 
 def cmd_setup(args: argparse.Namespace) -> int:
+    from engine import tools
     from engine.cluster import jars
 
-    java = jars.find_java()
+    java = tools.find_java()
     libs = jars.ensure_kafka_jars()
     print(f"Java: {java}")
     print(f"Kafka {paths.kafka_version()} jars: {libs}")
@@ -40,10 +41,11 @@ def cmd_setup(args: argparse.Namespace) -> int:
 
 def cmd_preflight(args: argparse.Namespace) -> int:
     """What `./lab dashboard` checks before starting Streamlit: Java, the jars, the port."""
+    from engine import tools
     from engine.cluster import jars
     from engine.cluster.ports import require_free
 
-    jars.find_java()
+    tools.find_java()
     jars.ensure_kafka_jars()
     if args.port:
         require_free(args.port, "the dashboard", host=args.address)
@@ -120,9 +122,11 @@ def cmd_images(args: argparse.Namespace) -> int:
         )
         if args.dashboard:
             buildargs = {
-                "PYTHON_IMAGE": chosen.get("LAB_PYTHON_IMAGE", images.STANDINS["python"].official),
+                "PYTHON_IMAGE": chosen.get(
+                    settings.PYTHON_IMAGE.name, images.STANDINS["python"].official
+                ),
                 "DOCKER_CLI_IMAGE": chosen.get(
-                    "LAB_DOCKER_CLI_IMAGE", images.STANDINS["docker-cli"].official
+                    settings.DOCKER_CLI_IMAGE.name, images.STANDINS["docker-cli"].official
                 ),
             }
             print(f"Building {images.DASHBOARD_IMAGE} (log: {log_path})...", file=sys.stderr)
@@ -377,7 +381,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    level = os.environ.get("LAB_LOG_LEVEL")
+    level = settings.LOG_LEVEL.get()
     logging.basicConfig(level=level or "WARNING")
     if level:
         logging.getLogger("engine.kafka").setLevel(level)

@@ -9,10 +9,10 @@ both run their commands through `run_command`.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from collections.abc import Callable
 
+from engine import settings
 from engine.errors import LabError
 
 
@@ -27,7 +27,7 @@ def run_command(func: Callable[[argparse.Namespace], int], args: argparse.Namesp
         print("interrupted", file=sys.stderr)
         return 130
     except Exception as exc:
-        if os.environ.get("LAB_DEBUG"):
+        if settings.DEBUG.get():
             raise
         print(
             f"error: unexpected {type(exc).__name__}: {exc}. Rerun with LAB_DEBUG=1 for details.",

@@ -46,6 +46,8 @@ from engine.errors import LabError
 from engine.faults import free_play_controls
 from engine.faults.base import FreePlayControl
 from engine.history import read_jsonl
+from engine.judge import LevelResult
+from engine.level_run import every_level_nemesis
 from engine.levels import CORE_LEVELS, LEVELS
 from engine.nemesis import Nemesis
 from engine.runner import LevelRun, new_run_id
@@ -197,6 +199,10 @@ class FreePlay:
     output: dict[str, Any] | None = None
     error: BaseException | None = None
     killed_node: int | None = None
+    # The last broker kill: its nemesis (its lines in every struck level's history) and the
+    # levels whose partition it led.
+    broker_strike: Nemesis | None = None
+    struck: list[FreeLevel] = field(default_factory=list)
     restart_due: float | None = None
     levels: list[FreeLevel] = field(default_factory=list)
 
@@ -303,7 +309,7 @@ class FreePlay:
             self._clean_up()
         record.finish_run(folder, status="complete", results=results)
         record.prune_runs()
-        return {"run_id": self.run_id, "scenario": scenario.name, "results": results}
+        return record.run_output(self.run_id, scenario.name, results)
 
     def _set_up(self, scenario: Scenario, folder: Path) -> None:
         leader = self._chosen_leader() if self.settings.broker_faults else None
@@ -370,17 +376,32 @@ class FreePlay:
             level.nemesis.fire(fault)
 
     def _kill_leader(self) -> None:
-        """SIGKILL the broker leading the first level's input; every level records it."""
-        first, *others = self.levels
-        leaders = {lv.run.level.name: self.cluster.leader_of(lv.run.input_topic) for lv in others}
-        first.nemesis.fire(Fault(kind="kill-leader"))
-        node = next(iter(first.nemesis.killed_nodes))
-        for level in others:
-            led = leaders[level.run.level.name]
-            if led == node:
-                level.nemesis.record("kill-leader", node=node)
-            else:  # said as it is: this level's partition had another leader
-                level.nemesis.record("kill-node", node=node, leader=led)
+        """SIGKILL the broker leading the first level's input, once; every level records it.
+
+        The kill is one line, with one time, in the history of every level whose partition it
+        led (every_level_nemesis, as a scenario's shared faults); a level whose partition had
+        another leader records the kill as it was for it.
+        """
+        first = self.levels[0]
+        leaders = {
+            lv.run.level.name: self.cluster.leader_of(lv.run.input_topic) for lv in self.levels
+        }
+        led = [
+            lv for lv in self.levels if leaders[lv.run.level.name] == leaders[first.run.level.name]
+        ]
+        self.struck = led
+        self.broker_strike = every_level_nemesis(
+            self.cluster,
+            [lv.run for lv in led],
+            [],
+            topic=first.run.input_topic,
+            started_at=first.nemesis.ctx.started_at,
+        )
+        self.broker_strike.fire(Fault(kind="kill-leader"))
+        node = next(iter(self.broker_strike.killed_nodes))
+        for level in self.levels:
+            if level not in led:  # said as it is: this level's partition had another leader
+                level.nemesis.record("kill-node", node=node, leader=leaders[level.run.level.name])
         self.killed_node = node
         self.restart_due = time.time() + self.settings.restart_after_s
         self.note(
@@ -393,10 +414,11 @@ class FreePlay:
         if node is None:
             return
         self.stage = f"Restarting node {node}"
-        first, *others = self.levels
-        first.nemesis.fire(Fault(kind="restart-nodes"))
-        for level in others:
-            level.nemesis.record("restart-nodes", nodes=[node])
+        if self.broker_strike is not None:  # one line in the levels it struck
+            self.broker_strike.fire(Fault(kind="restart-nodes"))
+        for level in self.levels:
+            if level not in self.struck:
+                level.nemesis.record("restart-nodes", nodes=[node])
         self.killed_node = self.restart_due = None
         self.stage = "Streaming"
         self.note(f"Broker node {node} restarted {how}.")
@@ -431,7 +453,7 @@ class FreePlay:
             "application's supervisor started a new instance."
         )
 
-    def _finish(self) -> dict[str, Any]:
+    def _finish(self) -> dict[str, LevelResult]:
         """Stop the stream, heal, let the processors catch up, then judge every level."""
         self.stage = "Stopping the stream"
         self.deadline = min(self.deadline or time.time(), time.time())
@@ -454,7 +476,7 @@ class FreePlay:
                 f"{level.run.level.name}: the processor had not caught up {DRAIN_S:g} s after "
                 "the stream stopped; judged as it stood."
             )
-        results: dict[str, Any] = {}
+        results: dict[str, LevelResult] = {}
         for level in self.levels:
             # The ledger is what the stream sent: the ids with a `send` line.
             level.run.ledger = sent_ids(level.run)
@@ -468,6 +490,9 @@ class FreePlay:
             return False
 
     def _clean_up(self) -> None:
+        if self.broker_strike is not None:  # a killed broker restarted
+            with contextlib.suppress(Exception):
+                self.broker_strike.heal()
         for level in self.levels:
             with contextlib.suppress(Exception):
                 level.nemesis.heal()

@@ -39,9 +39,9 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
-from engine import paths
+from engine import paths, settings
 
-OWNER_ENV = "LAB_LEASH_OWNER"  # "PID:START_TICKS" of the process that started this one
+OWNER_ENV = settings.LEASH_OWNER.name  # "PID:START_TICKS" of the process that started this one
 PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
 CHECK_INTERVAL_S = 1.0
 
@@ -260,7 +260,7 @@ def _watch_owner(owner: str, parent: int) -> None:
 
 def hold(owner: str | None = None) -> None:
     """Tie this process's life to its owner's (what `python -m engine.leash` does first)."""
-    owner = owner if owner is not None else os.environ.get(OWNER_ENV, "")
+    owner = owner if owner is not None else settings.LEASH_OWNER.get() or ""
     if not owner:
         return
     parent = int(owner.partition(":")[0] or 0)

@@ -13,11 +13,11 @@ events are in one file shared by every run on the cluster; the client id, which 
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from engine import record
 from engine.explain import id_ranges
 from engine.faults import KINDS, fault_words
 from engine.history import Tail
@@ -25,7 +25,7 @@ from engine.words import error_words, nodes_words, point_words
 
 # The per-process files; history.jsonl (written at the end, every event merged) and
 # outbox.jsonl (the producer's application record) would count events twice.
-PROCESS_FILE = re.compile(r"(producer|processor|sink|source|nemesis)(-\d+)?\.jsonl")
+PROCESS_FILE = record.PROCESS_HISTORY
 
 PROXY_WORDS = {
     "produce_response_dropped": "ack of a Produce request dropped",
@@ -350,8 +350,8 @@ class RunWatch:
     def poll(self) -> list[LevelSnapshot]:
         """Snapshots of the levels begun so far, in run order; the last is the one running."""
         for level in self.levels:
-            if level not in self.watches and (self.folder / "levels" / level).is_dir():
-                self.watches[level] = LevelWatch(level, self.folder / "levels" / level)
+            if level not in self.watches and record.level_folder(self.folder, level).is_dir():
+                self.watches[level] = LevelWatch(level, record.level_folder(self.folder, level))
         by_level = self.route_proxy(self.proxy.read_new() if self.proxy else [])
         return [watch.poll(by_level.get(level, [])) for level, watch in self.watches.items()]
 

@@ -6,10 +6,11 @@ same version and a test checks that the two agree.
 
 from __future__ import annotations
 
-import os
 import re
 from functools import cache
 from pathlib import Path
+
+from engine import settings
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 KAFKA_POM = REPO_ROOT / "kafka" / "pom.xml"
@@ -17,17 +18,17 @@ KAFKA_POM = REPO_ROOT / "kafka" / "pom.xml"
 
 def cache_dir() -> Path:
     """Downloaded artefacts (Kafka jars). Override with LAB_CACHE_DIR."""
-    return Path(os.environ.get("LAB_CACHE_DIR", REPO_ROOT / ".cache"))
+    return Path(settings.CACHE_DIR.raw() or REPO_ROOT / ".cache")
 
 
 def state_dir() -> Path:
     """Running clusters' data, logs and state files. Override with LAB_STATE_DIR."""
-    return Path(os.environ.get("LAB_STATE_DIR", REPO_ROOT / ".lab"))
+    return Path(settings.STATE_DIR.raw() or REPO_ROOT / ".lab")
 
 
 def runs_dir() -> Path:
     """Recorded runs, replayable without Kafka. Override with LAB_RUNS_DIR."""
-    return Path(os.environ.get("LAB_RUNS_DIR", REPO_ROOT / "runs"))
+    return Path(settings.RUNS_DIR.raw() or REPO_ROOT / "runs")
 
 
 @cache

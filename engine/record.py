@@ -7,8 +7,14 @@ runs/RUN_ID/
   config.json           the validated scenario, the cluster, each level's client settings
   result.json           the `engine run --json` object
   metrics.json          the same object computed by Spark (`engine metrics`), once computed
-  levels/LEVEL/         history.jsonl (every event), verdicts.json, stored.json,
-                        and each client's own history, spec and log
+  levels/LEVEL/         history.jsonl (every event, merged), verdicts.json, stored.json
+                        (what was read back), settings.json (how the level ran): with the
+                        history, engine.judge's three inputs, so a level can be judged
+                        again offline (load_judged_inputs); and each client's own history
+                        (PROCESS_HISTORY), spec and log, nemesis.jsonl and outbox.jsonl
+
+This module is the folder's one owner: the file names are known here only (a unit test,
+tests/unit/test_house.py, keeps it so).
 """
 
 from __future__ import annotations
@@ -24,11 +30,37 @@ from typing import Any
 
 import yaml
 
-from engine import leash, paths
+from engine import leash, paths, settings
+from engine.checker import Verdict, verdicts_to_rows
 from engine.errors import LabError
+from engine.judge import LevelResult, LevelSettings, ReadBack
 from engine.levels import LEVELS
 
 RUN_ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+
+# The run folder's layout: its file names are known here only; every other module asks.
+RUN_META = "run.json"
+SCENARIO_FILE = "scenario.yaml"
+CONFIG = "config.json"
+RESULT = "result.json"
+METRICS = "metrics.json"
+LEVELS_DIR = "levels"
+# In levels/LEVEL/: written at the end, from every process's own history file.
+HISTORY = "history.jsonl"
+VERDICTS = "verdicts.json"
+STORED = "stored.json"  # what was read back (engine.judge.ReadBack)
+LEVEL_SETTINGS = "settings.json"  # how the level was run (engine.judge.LevelSettings)
+# In levels/LEVEL/, written during the run: the nemesis's own history, and the producing
+# application's record of sends and acks (engine.roles.producer).
+NEMESIS_HISTORY = "nemesis.jsonl"
+OUTBOX = "outbox.jsonl"
+# The application's record of which instance owns a transactional.id (engine.roles.common).
+PRODUCER_OWNER = "producer-owner.txt"
+PROCESSOR_OWNER = "processor-owner.txt"
+# One process's own history in levels/LEVEL/ (process_history names them): history.jsonl
+# (every event merged, at the end) and outbox.jsonl (the producer's application record)
+# are not, and would count events twice.
+PROCESS_HISTORY = re.compile(r"(producer|processor|sink|source|nemesis)(-\d+)?\.jsonl")
 
 
 class RunNotFoundError(LabError):
@@ -51,6 +83,55 @@ def run_folder(run_id: str) -> Path:
     return paths.runs_dir() / validate_run_id(run_id)
 
 
+def level_folder(folder: Path, level: str) -> Path:
+    """A level's folder in a run folder (levels/LEVEL/)."""
+    return folder / LEVELS_DIR / level
+
+
+def process_history(level_dir: Path, instance: str) -> Path:
+    """Where a process instance (`producer`, `processor#2`) writes its own history."""
+    return level_dir / f"{instance.replace('#', '-')}.jsonl"
+
+
+def write_level(
+    level_dir: Path,
+    history: list[dict[str, Any]],
+    verdicts: list[Verdict],
+    read: ReadBack,
+    settings: LevelSettings,
+) -> None:
+    """Keep what a level was judged from, and its verdicts: enough to judge it again."""
+    (level_dir / HISTORY).write_text("".join(json.dumps(e) + "\n" for e in history))
+    (level_dir / VERDICTS).write_text(json.dumps(verdicts_to_rows(verdicts)))
+    (level_dir / STORED).write_text(json.dumps(read.to_json()))
+    (level_dir / LEVEL_SETTINGS).write_text(json.dumps(settings.to_json()))
+
+
+def read_history(level_dir: Path) -> list[dict[str, Any]]:
+    """A level's merged history.jsonl (written when the level was judged)."""
+    return [json.loads(line) for line in (level_dir / HISTORY).read_text().splitlines() if line]
+
+
+def load_judged_inputs(
+    level_dir: Path,
+) -> tuple[list[dict[str, Any]], ReadBack, LevelSettings]:
+    """(history, what was read back, how the level ran): engine.judge.judge's arguments.
+
+    Only a level recorded since the judge kept its settings (settings.json) has them all.
+    """
+    try:
+        return (
+            read_history(level_dir),
+            ReadBack.from_json(json.loads((level_dir / STORED).read_text())),
+            LevelSettings.from_json(json.loads((level_dir / LEVEL_SETTINGS).read_text())),
+        )
+    except (OSError, json.JSONDecodeError, KeyError, TypeError) as exc:
+        raise CorruptRunError(
+            f"The level folder {level_dir} cannot be judged again ({type(exc).__name__}: "
+            f"{exc}); a run recorded before the judge kept settings.json cannot."
+        ) from exc
+
+
 def _write_json(path: Path, data: Any) -> None:
     """Write atomically: a full disk or a crash leaves the old file, never half a new one."""
     tmp = path.with_name(path.name + ".tmp")
@@ -69,9 +150,9 @@ def create_run_folder(run_id, scenario, source_text, cluster, levels: list[str])
     folder = run_folder(run_id)
     folder.mkdir(parents=True, exist_ok=False)
     text = source_text or yaml.safe_dump(scenario.model_dump(), sort_keys=False)
-    (folder / "scenario.yaml").write_text(text)
+    (folder / SCENARIO_FILE).write_text(text)
     _write_json(
-        folder / "config.json",
+        folder / CONFIG,
         {
             "scenario": scenario.model_dump(),
             "levels": {
@@ -92,7 +173,7 @@ def create_run_folder(run_id, scenario, source_text, cluster, levels: list[str])
         },
     )
     _write_json(
-        folder / "run.json",
+        folder / RUN_META,
         {
             "run_id": run_id,
             "scenario": scenario.name,
@@ -110,20 +191,37 @@ def finish_run(
     folder: Path,
     *,
     status: str,
-    results: dict[str, Any],
+    results: dict[str, LevelResult],
     reason: str | None = None,
     not_run: dict[str, str] | None = None,
 ) -> None:
     """Record how a run ended; `not_run` names levels that could not run, with the reason."""
-    meta = json.loads((folder / "run.json").read_text())
+    meta = json.loads((folder / RUN_META).read_text())
     meta.update(status=status, reason=reason, finished_at=time.time())
     if not_run:
         meta["not_run"] = not_run
     _write_json(
-        folder / "result.json",
-        {"run_id": meta["run_id"], "scenario": meta["scenario"], "results": results},
+        folder / RESULT,
+        run_output(meta["run_id"], meta["scenario"], results),
     )
-    _write_json(folder / "run.json", meta)
+    _write_json(folder / RUN_META, meta)
+
+
+def run_output(
+    run_id: str,
+    scenario: str,
+    results: dict[str, LevelResult],
+    not_run: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    """The `engine run --json` object (and result.json): each level's result as JSON."""
+    output: dict[str, Any] = {
+        "run_id": run_id,
+        "scenario": scenario,
+        "results": {name: result.to_json() for name, result in results.items()},
+    }
+    if not_run:
+        output["not_run"] = not_run
+    return output
 
 
 def load_run(run_id: str) -> dict[str, Any]:
@@ -134,23 +232,19 @@ def load_run(run_id: str) -> dict[str, Any]:
             f"There is no run '{run_id}' in {paths.runs_dir()}. `python -m engine runs` lists them."
         )
     try:
-        meta = json.loads((folder / "run.json").read_text())
+        meta = json.loads((folder / RUN_META).read_text())
         result = (
-            json.loads((folder / "result.json").read_text())
-            if (folder / "result.json").exists()
+            json.loads((folder / RESULT).read_text())
+            if (folder / RESULT).exists()
             else {"results": {}}
         )
         levels = {}
         for name in result.get("results", {}):
-            level_dir = folder / "levels" / name
+            level_dir = level_folder(folder, name)
             levels[name] = {
-                "verdicts": json.loads((level_dir / "verdicts.json").read_text()),
-                "stored": json.loads((level_dir / "stored.json").read_text()),
-                "history": [
-                    json.loads(line)
-                    for line in (level_dir / "history.jsonl").read_text().splitlines()
-                    if line
-                ],
+                "verdicts": json.loads((level_dir / VERDICTS).read_text()),
+                "stored": json.loads((level_dir / STORED).read_text()),
+                "history": read_history(level_dir),
             }
     except (OSError, json.JSONDecodeError, KeyError) as exc:
         raise CorruptRunError(
@@ -161,7 +255,7 @@ def load_run(run_id: str) -> dict[str, Any]:
         "meta": meta,
         "result": result,
         "levels": levels,
-        "scenario_text": (folder / "scenario.yaml").read_text(),
+        "scenario_text": (folder / SCENARIO_FILE).read_text(),
         "config": _read_config(folder),
     }
 
@@ -169,7 +263,7 @@ def load_run(run_id: str) -> dict[str, Any]:
 def _read_config(folder: Path) -> dict[str, Any]:
     """The run's config.json (the scenario as run, each level's settings); {} if unreadable."""
     try:
-        return json.loads((folder / "config.json").read_text())
+        return json.loads((folder / CONFIG).read_text())
     except (OSError, json.JSONDecodeError):
         return {}
 
@@ -178,7 +272,7 @@ def run_status(run_id: str) -> str:
     """ "running", "complete", "failed" or "interrupted" from run.json; "missing" when it
     cannot be read."""
     try:
-        return str(json.loads((run_folder(run_id) / "run.json").read_text())["status"])
+        return str(json.loads((run_folder(run_id) / RUN_META).read_text())["status"])
     except (OSError, json.JSONDecodeError, KeyError):
         return "missing"
 
@@ -188,7 +282,7 @@ def load_result(run_id: str) -> dict[str, Any]:
     folder = run_folder(run_id)
     if not folder.is_dir():
         raise RunNotFoundError(f"There is no run '{run_id}' in {paths.runs_dir()}.")
-    path = folder / "result.json"
+    path = folder / RESULT
     try:
         return json.loads(path.read_text()) if path.exists() else {"results": {}}
     except (OSError, json.JSONDecodeError) as exc:
@@ -200,12 +294,12 @@ def save_metrics(run_id: str, output: dict[str, Any], *, source: str) -> None:
     folder = run_folder(run_id)
     if not folder.is_dir():
         raise RunNotFoundError(f"There is no run '{run_id}' in {paths.runs_dir()}.")
-    _write_json(folder / "metrics.json", {**output, "source": source, "computed_at": time.time()})
+    _write_json(folder / METRICS, {**output, "source": source, "computed_at": time.time()})
 
 
 def load_metrics(run_id: str) -> dict[str, Any] | None:
     """Spark's saved metrics of a run, or None if they were never computed (or are damaged)."""
-    path = run_folder(run_id) / "metrics.json"
+    path = run_folder(run_id) / METRICS
     try:
         return json.loads(path.read_text())
     except (OSError, json.JSONDecodeError):
@@ -242,7 +336,7 @@ def owner_gone(meta: dict[str, Any], folder: Path | None = None) -> bool:
 def recorded_events(folder: Path) -> dict[str, dict[str, int]]:
     """Each level's event lines written so far, by history file (client or nemesis)."""
     recorded: dict[str, dict[str, int]] = {}
-    for level_dir in sorted((folder / "levels").glob("*")):
+    for level_dir in sorted((folder / LEVELS_DIR).glob("*")):
         counts = {}
         for history in sorted(level_dir.glob("*.jsonl")):
             try:
@@ -271,7 +365,7 @@ def mark_interrupted(folder: Path, meta: dict[str, Any]) -> dict[str, Any]:
         "finished_at": stopped,
         "recorded": recorded_events(folder),
     }
-    _write_json(folder / "run.json", meta)
+    _write_json(folder / RUN_META, meta)
     return meta
 
 
@@ -284,7 +378,7 @@ def _run_metas() -> Iterator[tuple[Path, Any]]:
         if not folder.is_dir() or not RUN_ID_PATTERN.fullmatch(folder.name):
             continue
         try:
-            yield folder, json.loads((folder / "run.json").read_text())
+            yield folder, json.loads((folder / RUN_META).read_text())
         except (OSError, json.JSONDecodeError):
             yield folder, None
 
@@ -325,10 +419,7 @@ def list_runs() -> list[dict[str, Any]]:
 
 def keep_runs_setting() -> int:
     """How many recorded runs to keep (LAB_KEEP_RUNS, default 200); older ones are pruned."""
-    try:
-        return max(1, int(os.environ.get("LAB_KEEP_RUNS", "200")))
-    except ValueError:
-        return 200
+    return settings.KEEP_RUNS.integer(minimum=1)
 
 
 def prune_runs(keep: int | None = None) -> list[str]:

@@ -21,9 +21,10 @@ import logging
 import secrets
 from collections.abc import Mapping
 
+from engine import settings
 from engine.errors import LabError
 
-KEY_ENV = "LAB_PRESENTER_KEY"
+KEY_ENV = settings.PRESENTER_KEY.name
 KEY_PARAM = "key"  # the presenter link's query parameter
 PRESENTER, VIEWER = "presenter", "viewer"
 LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1", "[::1]"})

@@ -306,7 +306,7 @@ def versioned_metrics(run_id: str) -> tuple[float, dict[str, Any]] | None:
     """(version, metrics): a run's saved metrics with the version (metrics.json's modification
     time) they were parsed from, once per version for every session (read-only); None when
     there are none, or they are damaged."""
-    version = _stamp(record.run_folder(run_id) / "metrics.json")
+    version = _stamp(record.run_folder(run_id) / record.METRICS)
     metrics = None if version is None else _metrics_version(run_id, version)
     return None if metrics is None else (version, metrics)
 
@@ -319,7 +319,7 @@ def shared_metrics(run_id: str) -> dict[str, Any] | None:
 
 def shared_result(run_id: str) -> dict[str, Any]:
     """A run's result.json, parsed once per version for every session (read-only)."""
-    stamp = _stamp(record.run_folder(run_id) / "result.json")
+    stamp = _stamp(record.run_folder(run_id) / record.RESULT)
     if stamp is None:
         return record.load_result(run_id)  # raises the record's own error
     return _result_version(run_id, stamp)
@@ -335,7 +335,7 @@ def shared_runs() -> list[dict[str, Any]]:
     parse per run and session); read-only."""
     root = paths.runs_dir()
     folders = sorted(root.iterdir()) if root.is_dir() else []
-    signature = tuple((f.name, _stamp(f / "run.json")) for f in folders if f.is_dir())
+    signature = tuple((f.name, _stamp(f / record.RUN_META)) for f in folders if f.is_dir())
     if any(stamp is None for _name, stamp in signature):
         return record.list_runs()  # a run being written, or damaged: as the record says now
     return _runs_version(signature)

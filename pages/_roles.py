@@ -19,6 +19,7 @@ import threading
 import streamlit as st
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
+from engine import settings
 from engine.room import (
     KEY_ENV,
     KEY_PARAM,
@@ -72,7 +73,7 @@ def role_table() -> RoleTable:
     return RoleTable()
 
 
-PUBLISHED_ENV = "LAB_PUBLISHED_ADDRESS"
+PUBLISHED_ENV = settings.PUBLISHED_ADDRESS.name
 
 
 def bind_address() -> str:
@@ -83,7 +84,7 @@ def bind_address() -> str:
     the listening address says nothing; docker-compose.yml publishes the dashboard on
     127.0.0.1 only and says so in LAB_PUBLISHED_ADDRESS.
     """
-    return os.environ.get(PUBLISHED_ENV) or str(st.get_option("server.address") or "")
+    return settings.PUBLISHED_ADDRESS.get() or str(st.get_option("server.address") or "")
 
 
 def session_id() -> str:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -12,7 +11,7 @@ from typing import Any
 
 import streamlit as st
 
-from engine import record
+from engine import record, settings
 from engine.cluster import Cluster
 from engine.errors import LabError
 from engine.levels import LEVELS
@@ -67,7 +66,7 @@ def cluster_use(service: ClusterService, scenario: Scenario) -> Iterator[None]:
 def one_level_at_a_time() -> bool:
     """LAB_ONE_LEVEL_AT_A_TIME=1: every run's levels one after the other, as before they ran
     side by side (to watch one level at a time, or to compare the timings)."""
-    return os.environ.get("LAB_ONE_LEVEL_AT_A_TIME", "0") == "1"
+    return settings.ONE_LEVEL_AT_A_TIME.flag()
 
 
 def start_run(

@@ -6,13 +6,14 @@ A Spark JVM takes 13 to 20 s to start here, so the dashboard starts it as soon a
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 from concurrent.futures import Future
 from typing import TYPE_CHECKING
 
 import streamlit as st
+
+from engine import settings
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -50,7 +51,7 @@ class SparkService:
             self._future.add_done_callback(self._then_warm_up_kafka)
 
     def _warm_up(self, spark: SparkSession) -> None:
-        from engine.metrics.spark_job import warm_up_judgement
+        from engine.metrics.warm_up import warm_up_judgement
 
         self._progress("warming up the metrics job", 0.95)
         warm_up_judgement(spark)
@@ -72,7 +73,7 @@ class SparkService:
         Without it, the first real judgement also loads and compiles Spark's Kafka source,
         about a second more (benchmarks/METRICS.md).
         """
-        from engine.metrics.spark_job import warm_up_judgement
+        from engine.metrics.warm_up import warm_up_judgement
 
         service = self._clusters
         if service is None:
@@ -131,5 +132,5 @@ def autostart_spark() -> None:
     """
     from pages._roles import is_presenter
 
-    if os.environ.get("LAB_SPARK_AUTOSTART", "1") != "0" and is_presenter():
+    if settings.SPARK_AUTOSTART.get() != "0" and is_presenter():
         spark_service().ensure_started()

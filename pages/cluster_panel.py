@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import os
 import time
 from collections import Counter
 
 import streamlit as st
 
+from engine import settings
 from engine.cluster import default_nodes
 from engine.errors import LabError
 from pages._roles import is_presenter
@@ -21,11 +21,11 @@ VIEWER_REFRESH_S = 6.0
 
 def render_cluster_panel() -> None:
     service = cluster_service()
-    if os.environ.get("LAB_AUTOSTART", "1") == "1":
+    if settings.AUTOSTART.flag():
         # Once per server process: a cluster stopped in the sidebar stays stopped. The
         # dashboard container of docker-compose.yml sets LAB_BACKEND=docker.
-        backend = os.environ.get("LAB_BACKEND") or "local"
-        nodes = int(os.environ.get("LAB_NODES") or default_nodes(backend))
+        backend = str(settings.BACKEND.get())
+        nodes = int(settings.NODES.get() or default_nodes(backend))
         service.autostart(backend=backend, nodes=nodes)
     # The state this page was drawn with; the sidebar's own reruns compare against it.
     st.session_state[SEEN_STATE] = service.state

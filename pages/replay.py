@@ -67,7 +67,7 @@ def render_interrupted(meta: dict) -> None:
             if total > MAX_EVENTS_READ:
                 st.caption(f"{total:,} events: too many to read here; they are in {folder}.")
                 continue
-            events = history.merge(sorted((folder / "levels" / level).glob("*.jsonl")))
+            events = history.merge(sorted(record.level_folder(folder, level).glob("*.jsonl")))
             began = float(meta.get("started_at") or 0)
             st.dataframe(
                 [

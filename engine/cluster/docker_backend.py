@@ -38,7 +38,7 @@ import docker.errors
 import requests
 from docker.models.containers import Container
 
-from engine import paths
+from engine import paths, settings
 from engine.cluster.base import Cluster, NodeInfo, NodeState, ProxyInfo, write_json_atomic
 from engine.cluster.pids import _signal_group, _wait_gone, pid_alive
 from engine.cluster.ports import LOOPBACK, free_ports, require_free
@@ -65,11 +65,11 @@ PROXY_PORTS = {n: 19090 + n for n in NODE_IDS}  # the fault proxy; advertised by
 CLIENT_PORTS = {n: 29090 + n for n in NODE_IDS}  # CLIENT, published for the host's proxy
 DIRECT_PORTS = {n: 29190 + n for n in NODE_IDS}  # DIRECT_HOST, published and advertised
 
-ENV_UPSTREAMS = "LAB_DOCKER_PROXY_UPSTREAMS"
-ENV_DIRECT = "LAB_DOCKER_DIRECT_BOOTSTRAP"
-ENV_LISTEN_HOST = "LAB_PROXY_LISTEN_HOST"
+ENV_UPSTREAMS = settings.DOCKER_PROXY_UPSTREAMS.name
+ENV_DIRECT = settings.DOCKER_DIRECT_BOOTSTRAP.name
+ENV_LISTEN_HOST = settings.PROXY_LISTEN_HOST.name
 FREEZE_ATTEMPTS = 5  # `docker pause` tries before its "unable to freeze" is final
-ENV_KAFKA_IMAGE = "LAB_KAFKA_IMAGE"  # docker-compose.yml's image variable for the brokers
+ENV_KAFKA_IMAGE = settings.KAFKA_IMAGE.name  # docker-compose.yml's image variable for the brokers
 
 _LABEL_PROJECT = "com.docker.compose.project"
 _LABEL_SERVICE = "com.docker.compose.service"
@@ -556,7 +556,7 @@ class DockerCluster(Cluster):
     @property
     def kafka_image(self) -> str:
         """The brokers' image: LAB_KAFKA_IMAGE, else the compose file's default."""
-        configured = os.environ.get(ENV_KAFKA_IMAGE)
+        configured = settings.KAFKA_IMAGE.get()
         if configured:
             return configured
         text = self.compose_file.read_text()

@@ -32,7 +32,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from engine import paths
+from engine import paths, tools
 from engine.cluster import jars
 from engine.cluster.base import Cluster, NodeInfo, NodeState, ProxyInfo, write_json_atomic
 from engine.cluster.pids import _signal_group, _wait_for_state, _wait_gone, pid_alive, pid_paused
@@ -285,7 +285,7 @@ class EmbeddedCluster(Cluster):
         self._refuse_if_running()
         self.clean_leftovers()
         self.on_progress("Checking Java and Kafka's jars")
-        java = jars.find_java()
+        java = tools.find_java()
         classpath = jars.kafka_classpath()
         self.root.mkdir(parents=True, exist_ok=True)
         log4j = self.root / "log4j2.properties"
@@ -550,7 +550,7 @@ class EmbeddedCluster(Cluster):
         node = self.node(node_id)
         if node.pid and pid_alive(node.pid):
             self.kill_node(node_id)
-        java = jars.find_java()
+        java = tools.find_java()
         log4j = self.root / "log4j2.properties"
         self._spawn_node(java, jars.kafka_classpath(), log4j, node)
         self._save()

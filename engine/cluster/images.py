@@ -32,7 +32,7 @@ import docker
 import docker.errors
 import requests
 
-from engine import paths
+from engine import paths, settings
 from engine.errors import LabError, MissingToolError
 
 BASE_IMAGE = "kafka-failure-lab/debian:bookworm"
@@ -98,10 +98,10 @@ class Standin:
 STANDINS = {
     s.name: s
     for s in (
-        Standin("kafka", "LAB_KAFKA_IMAGE"),
-        Standin("postgres", "LAB_POSTGRES_IMAGE"),
-        Standin("python", "LAB_PYTHON_IMAGE"),
-        Standin("docker-cli", "LAB_DOCKER_CLI_IMAGE"),
+        Standin("kafka", settings.KAFKA_IMAGE.name),
+        Standin("postgres", settings.POSTGRES_IMAGE.name),
+        Standin("python", settings.PYTHON_IMAGE.name),
+        Standin("docker-cli", settings.DOCKER_CLI_IMAGE.name),
     )
 }
 
@@ -128,8 +128,8 @@ def try_pull(client: docker.DockerClient, image: str) -> str | None:
 # ---- the Debian base ------------------------------------------------------------------------
 def debian_mirror() -> str:
     """The Debian mirror apt uses here (LAB_DEBIAN_MIRROR overrides it)."""
-    if os.environ.get("LAB_DEBIAN_MIRROR"):
-        return os.environ["LAB_DEBIAN_MIRROR"]
+    if mirror := settings.DEBIAN_MIRROR.get():
+        return mirror
     sources = [Path("/etc/apt/sources.list"), *sorted(Path("/etc/apt/sources.list.d").glob("*"))]
     for source in sources:
         with contextlib.suppress(OSError, UnicodeDecodeError):

@@ -1,6 +1,6 @@
 """Cold and warm start times: the 1-node and 3-node embedded clusters, and the SparkSession.
 
-The cluster figures come from `benchmarks.cluster_start` (the same functions, not a copy):
+The cluster figures are measured here, by the functions `benchmarks.cluster_start` runs too:
 "cold" is Maven resolving Kafka's jars into an empty local repository plus the first start,
 "warm" a start with the jars cached. Spark is measured the same way: "cold" resolves Spark's
 Kafka connector into an empty repository and then starts a session; "warm" starts a session in
@@ -18,10 +18,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from engine import paths
-from engine.cluster import jars
+from confluent_kafka import Producer
+
+from engine import paths, tools
+from engine.cluster.embedded import EmbeddedCluster
 from engine.cost.stats import Summary, summarize
 from engine.cost.throughput import BenchmarkError
+from engine.kafka import admin
 
 Progress = Callable[[str, float], None]
 
@@ -43,9 +46,7 @@ class StartRow:
 
 
 def cluster_rows(repeats: int, *, cold: bool, progress: Progress | None = None) -> list[StartRow]:
-    """1-node and 3-node start times and RSS, through benchmarks.cluster_start."""
-    from benchmarks.cluster_start import cold_jar_fetch, one_start
-
+    """1-node and 3-node start times and RSS (as benchmarks.cluster_start measures them)."""
     report = progress or (lambda _what, _fraction: None)
     report("resolving Kafka's jars into an empty Maven repository", 0.0)
     fetch = cold_jar_fetch() if cold else None
@@ -66,6 +67,66 @@ def cluster_rows(repeats: int, *, cold: bool, progress: Progress | None = None) 
             )
         )
     return rows
+
+
+def rss_mib(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def cluster_rss(cluster: EmbeddedCluster) -> float:
+    pids = [n.pid for n in cluster.nodes() if n.pid]
+    if cluster.proxy and cluster.proxy.pid:
+        pids.append(cluster.proxy.pid)
+    return sum(rss_mib(p) for p in pids)
+
+
+def load(cluster: EmbeddedCluster, count: int = 20_000) -> None:
+    topic = "bench-load"
+    admin.create_topic(
+        cluster.direct_bootstrap, topic, partitions=3, replication=min(3, len(cluster.node_ids))
+    )
+    producer = Producer(
+        {"bootstrap.servers": cluster.proxied_bootstrap, "acks": "all", "linger.ms": 5}
+    )
+    payload = b"x" * 1024
+    for _ in range(count):
+        while True:
+            try:
+                producer.produce(topic, payload)
+                break
+            except BufferError:
+                producer.poll(0.05)
+    producer.flush(60)
+
+
+def one_start(nodes: int, name: str) -> tuple[float, float, float]:
+    cluster = EmbeddedCluster(name, node_count=nodes)
+    began = time.monotonic()
+    cluster.start(timeout=240)
+    elapsed = time.monotonic() - began
+    try:
+        idle = cluster_rss(cluster)
+        load(cluster)
+        loaded = cluster_rss(cluster)
+    finally:
+        cluster.stop()
+    return elapsed, idle, loaded
+
+
+def cold_jar_fetch() -> float:
+    """Resolve the jars into an empty Maven repository and cache: the first-run download."""
+    with tempfile.TemporaryDirectory() as tmp:
+        began = time.monotonic()
+        tools.maven_package(
+            paths.KAFKA_POM,
+            ("kafka.libs", Path(tmp) / "libs"),
+            what=f"Kafka {paths.kafka_version()}",
+            repo_local=Path(tmp) / "m2",
+        )
+        return time.monotonic() - began
 
 
 def spark_start_s(timeout: float = 300.0) -> float:
@@ -104,7 +165,7 @@ def spark_connector_fetch_s() -> float:
 
     with tempfile.TemporaryDirectory() as tmp:
         began = time.monotonic()
-        jars.maven_package(
+        tools.maven_package(
             CONNECTOR_POM,
             ("spark.kafka.jars", Path(tmp) / "jars"),
             what=f"Spark's Kafka connector {connector_version()}",

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from engine import paths
+from engine import paths, tools
 from engine.cluster import jars
 from engine.cost.stats import Summary, paired_ratio, schedule, summarize
 from engine.cost.throughput import (
@@ -88,7 +88,7 @@ def perf_test(
     bootstrap: str, topic: str, size: int, count: int, extra: dict[str, Any] | None = None
 ) -> tuple[int, float]:
     """Run ProducerPerformance from the cached Kafka jars; (records, records/s)."""
-    java = jars.find_java()
+    java = tools.find_java()
     classpath = str(jars.ensure_kafka_jars() / "*")
     cmd = [
         java,

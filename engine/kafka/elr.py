@@ -21,6 +21,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from engine import tools
 from engine.cluster import jars
 from engine.errors import LabError
 
@@ -83,7 +84,7 @@ def describe_partition(
     None when the tool found no such partition or no broker answered in time.
     """
     command = [
-        jars.find_java(),
+        tools.find_java(),
         "-Xmx128m",
         "-XX:TieredStopAtLevel=1",  # a short-lived tool starts faster without C2
         "-cp",

@@ -23,8 +23,7 @@ import time
 from dataclasses import dataclass
 
 from engine.errors import ClusterError
-from engine.proxy.framing import SIZE, FrameError, encode_frame
-from engine.proxy.rewrite import Reader, Writer
+from engine.kafka.wire import SIZE, FrameError, Reader, Writer, encode_frame
 
 DESCRIBE_QUORUM = 55
 VERSION = 0  # flexible from v0 on; v0 is all this needs (the leader's id and epoch)

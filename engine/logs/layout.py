@@ -86,11 +86,12 @@ class _LocalLogDirs(_LogDirs):
             return None
 
     def dump(self, node_id: int, files: list[str], print_data: bool) -> str:
+        from engine import tools
         from engine.cluster import jars
 
         libs = Path(jars.kafka_classpath()).parent
         cmd = [
-            jars.find_java(),
+            tools.find_java(),
             "-Xmx256m",
             "-XX:TieredStopAtLevel=1",  # a short-lived tool starts faster without C2
             "-cp",

@@ -46,8 +46,9 @@ def cmd_metrics(args: argparse.Namespace) -> int:
     # Imported here so that `python -m engine --help` does not import pyspark.
     from engine import record
     from engine.metrics.compute import RECORD_SOURCE
+    from engine.metrics.inputs import load_run_inputs
     from engine.metrics.session import metrics_bootstrap
-    from engine.metrics.spark_job import load_run_inputs, run_metrics
+    from engine.metrics.spark_job import run_metrics
     from engine.metrics.verdict_table import verdict_fields
 
     inputs = load_run_inputs(args.run_id)  # a missing run fails before Spark starts

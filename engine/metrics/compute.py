@@ -14,7 +14,7 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from engine import leash, paths, record
+from engine import leash, paths, record, settings
 from engine.errors import LabError
 
 if TYPE_CHECKING:
@@ -26,16 +26,13 @@ RECORD_SOURCE = "the records saved with the run"
 # From this many verdict rows (levels x messages) on, a run is big: its metrics are computed
 # in a process of their own with big-run settings (session.big_run_environment), so the
 # dashboard's session keeps the settings that make a class's runs fast.
-DEFAULT_BIG_RUN_ROWS = 1_000_000
-_BIG_PROCESS = "LAB_METRICS_BIG_PROCESS"  # set in that process, so it does not start another
+# Set in that process, so that it does not start another.
+_BIG_PROCESS = settings.METRICS_BIG_PROCESS.name
 _PROGRESS = "@progress "  # how that process's progress lines start on its stderr
 
 
 def big_run_rows() -> int:
-    try:
-        return int(os.environ.get("LAB_METRICS_BIG_RUN", DEFAULT_BIG_RUN_ROWS))
-    except ValueError:
-        return DEFAULT_BIG_RUN_ROWS
+    return settings.METRICS_BIG_RUN.integer()
 
 
 def compute_and_save(
@@ -52,12 +49,14 @@ def compute_and_save(
     `fallback_reason` (why not Kafka, or None) and `verdicts` (Spark's table per level; for a
     big run None, with `verdicts_parquet` naming its Parquet copy: engine.metrics.verdict_table).
     """
+    from engine.metrics.inputs import MetricsError, load_run_inputs
     from engine.metrics.session import metrics_bootstrap
-    from engine.metrics.spark_job import MetricsError, load_run_inputs, run_metrics
+    from engine.metrics.spark_job import run_metrics
     from engine.metrics.verdict_table import verdict_fields
 
     inputs = load_run_inputs(run_id)
-    if inputs.messages * len(inputs.levels) >= big_run_rows() and not os.environ.get(_BIG_PROCESS):
+    big = inputs.messages * len(inputs.levels) >= big_run_rows()
+    if big and not settings.METRICS_BIG_PROCESS.get():
         return compute_in_big_process(
             run_id, bootstrap=bootstrap, from_record=from_record, progress=progress
         )
@@ -96,8 +95,8 @@ def compute_in_big_process(
 
     Its progress lines come back through stderr; its result is the metrics.json it saved.
     """
+    from engine.metrics.inputs import MetricsError
     from engine.metrics.session import big_run_environment
-    from engine.metrics.spark_job import MetricsError
 
     report = progress or (lambda _what, _fraction: None)
     report("starting a Spark process for a big run", 0.02)

@@ -28,7 +28,7 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from engine import paths
+from engine import paths, settings
 from engine.errors import LabError
 
 if TYPE_CHECKING:
@@ -81,7 +81,7 @@ def ensure_connector_jars(*, offline: bool = False) -> list[Path]:
     """The connector's jars, fetched from Maven Central with spark-deps/pom.xml if missing."""
     jars_dir = connector_dir()
     if not (jars_dir / _COMPLETE_MARKER).exists():
-        from engine.cluster.jars import maven_package
+        from engine.tools import maven_package
 
         if jars_dir.exists():  # a half-finished copy from an interrupted fetch
             shutil.rmtree(jars_dir)
@@ -100,15 +100,20 @@ def ensure_connector_jars(*, offline: bool = False) -> list[Path]:
 
 def spark_master(master: str | None = None) -> str | None:
     """`master`, else LAB_SPARK_MASTER, else local[*]; None under spark-submit (its --master)."""
-    chosen = master or os.environ.get("LAB_SPARK_MASTER")
+    chosen = master or settings.SPARK_MASTER.get()
     if chosen is None and os.environ.get("PYSPARK_GATEWAY_PORT"):
         return None
     return chosen or "local[*]"
 
 
+def shuffle_partitions() -> int:
+    """LAB_SPARK_SHUFFLE_PARTITIONS: the shuffle partitions of a class's runs (at least 1)."""
+    return settings.SPARK_SHUFFLE_PARTITIONS.integer(minimum=1)
+
+
 def metrics_bootstrap(default: str | None = None) -> str | None:
     """The bootstrap the job reads Kafka through: LAB_METRICS_BOOTSTRAP, else `default`."""
-    return os.environ.get("LAB_METRICS_BOOTSTRAP") or default
+    return settings.METRICS_BOOTSTRAP.get() or default
 
 
 def get_spark(master: str | None = None, progress: Progress | None = None) -> SparkSession:
@@ -126,13 +131,11 @@ def get_spark(master: str | None = None, progress: Progress | None = None) -> Sp
         check_versions()
         report("fetching Spark's Kafka connector (once)", 0.05)
         jars = ensure_connector_jars()
-        from engine.cluster.jars import find_java
+        from engine.tools import find_java
 
         find_java()  # a clear message instead of pyspark's "Java gateway process exited"
         report("starting the Spark JVM", 0.2)
         from pyspark.sql import SparkSession
-
-        from engine.metrics.spark_job import shuffle_partitions
 
         # Spark guesses the machine's address from its hostname and warns; the lab is local.
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
@@ -148,9 +151,9 @@ def get_spark(master: str | None = None, progress: Progress | None = None) -> Sp
             # A run's metrics are a handful of small shuffles; adaptive execution re-plans
             # after each one and turns 2 Spark jobs into 8, which triples the time here.
             .config("spark.sql.adaptive.enabled", "false")
-            .config("spark.driver.memory", os.environ.get("LAB_SPARK_DRIVER_MEMORY", "2g"))
+            .config("spark.driver.memory", settings.SPARK_DRIVER_MEMORY.get())
             # Only on a cluster: each executor's heap (Spark's default is 1g).
-            .config("spark.executor.memory", os.environ.get("LAB_SPARK_EXECUTOR_MEMORY", "1g"))
+            .config("spark.executor.memory", settings.SPARK_EXECUTOR_MEMORY.get())
             .config("spark.ui.enabled", "false")
             .config("spark.ui.showConsoleProgress", "false")
             .config("spark.driver.host", "127.0.0.1")
@@ -166,7 +169,7 @@ def get_spark(master: str | None = None, progress: Progress | None = None) -> Sp
                     (
                         f"-Dlog4j2.configurationFile={_quiet_log4j_config().as_uri()}",
                         DRIVER_JIT,
-                        os.environ.get("LAB_SPARK_JAVA_OPTIONS", ""),
+                        settings.SPARK_JAVA_OPTIONS.get() or "",
                     )
                 ),
             )
@@ -198,8 +201,8 @@ BIG_RUN_JIT = "-XX:TieredStopAtLevel=4"
 def big_run_environment() -> dict[str, str]:
     """The environment of a process that computes a big run's metrics."""
     return {
-        "LAB_SPARK_JAVA_OPTIONS": f"{BIG_RUN_JIT} {os.environ.get('LAB_SPARK_JAVA_OPTIONS', '')}",
-        "LAB_SPARK_DRIVER_MEMORY": os.environ.get("LAB_SPARK_BIG_DRIVER_MEMORY", "6g"),
+        settings.SPARK_JAVA_OPTIONS.name: f"{BIG_RUN_JIT} {settings.SPARK_JAVA_OPTIONS.get()}",
+        settings.SPARK_DRIVER_MEMORY.name: str(settings.SPARK_BIG_DRIVER_MEMORY.get()),
     }
 
 

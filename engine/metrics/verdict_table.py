@@ -10,30 +10,25 @@ time with pyarrow, scanning batches instead of loading the table.
 from __future__ import annotations
 
 import math
-import os
 import shutil
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from engine import record
+from engine import record, settings
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from engine.metrics.spark_job import Judged
+    from engine.metrics.summary import Judged
 
 PARQUET_DIR = "verdicts.parquet"
-DEFAULT_ROWS_IN_MEMORY = 100_000
 # Rows per Parquet part file: a page of the table reads a few of them at most.
 ROWS_PER_FILE = 1_000_000
 
 
 def rows_in_memory() -> int:
     """The most verdict rows (levels x messages) kept in metrics.json (LAB_VERDICT_ROWS)."""
-    try:
-        return max(0, int(os.environ.get("LAB_VERDICT_ROWS", DEFAULT_ROWS_IN_MEMORY)))
-    except ValueError:
-        return DEFAULT_ROWS_IN_MEMORY
+    return settings.VERDICT_ROWS.integer(minimum=0)
 
 
 def verdict_fields(judged: Judged, run_id: str) -> dict[str, Any]:
@@ -43,7 +38,7 @@ def verdict_fields(judged: Judged, run_id: str) -> dict[str, Any]:
     {"verdicts": None, "verdicts_parquet": PARQUET_DIR} after writing the table beside
     the run (replacing an earlier copy).
     """
-    from engine.metrics.spark_job import verdict_rows
+    from engine.metrics.summary import verdict_rows
 
     rows = judged.messages * len(judged.levels)
     if rows <= rows_in_memory():

@@ -9,8 +9,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
-SIZE = struct.Struct(">i")
-MAX_FRAME_SIZE = 100 * 1024 * 1024  # far above any sane Kafka message; catches garbage early
+from engine.kafka.wire import SIZE, FrameError, need, read_uvarint
 
 PRODUCE = 0
 OFFSET_COMMIT = 8
@@ -75,10 +74,6 @@ FLEXIBLE_SINCE: dict[int, int] = {
 }  # fmt: skip
 
 
-class FrameError(ValueError):
-    """Bytes that are not valid Kafka framing (or not the layout we expected)."""
-
-
 def api_name(api_key: int) -> str:
     """Human name of an api key, e.g. 0 -> "Produce"; unknown keys become "Api<N>"."""
     return API_NAMES.get(api_key, f"Api{api_key}")
@@ -88,42 +83,6 @@ def is_flexible(api_key: int, api_version: int) -> bool:
     """Whether this request version uses request header v2 (tagged fields)."""
     since = FLEXIBLE_SINCE.get(api_key)
     return since is not None and api_version >= since
-
-
-def encode_frame(payload: bytes) -> bytes:
-    """Prefix a payload with its int32 size."""
-    return SIZE.pack(len(payload)) + payload
-
-
-class FrameSplitter:
-    """Incremental splitter: feed raw stream bytes, get complete frame payloads back."""
-
-    def __init__(self, max_size: int = MAX_FRAME_SIZE) -> None:
-        self._buf = bytearray()
-        self._max = max_size
-
-    @property
-    def buffered(self) -> int:
-        """Bytes held back waiting for the rest of a frame."""
-        return len(self._buf)
-
-    def feed(self, data: bytes) -> list[bytes]:
-        """Append data; return every frame payload (without the size prefix) now complete."""
-        self._buf += data
-        frames: list[bytes] = []
-        pos = 0
-        buf = self._buf
-        while len(buf) - pos >= 4:
-            (size,) = SIZE.unpack_from(buf, pos)
-            if size < 0 or size > self._max:
-                raise FrameError(f"invalid Kafka frame size {size} (allowed 0..{self._max})")
-            if len(buf) - pos - 4 < size:
-                break
-            frames.append(bytes(buf[pos + 4 : pos + 4 + size]))
-            pos += 4 + size
-        if pos:
-            del buf[:pos]
-        return frames
 
 
 @dataclass(frozen=True)
@@ -149,35 +108,14 @@ class ProduceInfo:
     transactional_id: str | None
 
 
-def _need(frame: bytes, pos: int, n: int, what: str) -> None:
-    if pos + n > len(frame):
-        raise FrameError(f"truncated frame reading {what} at offset {pos} (len {len(frame)})")
-
-
-def read_uvarint(frame: bytes, pos: int) -> tuple[int, int]:
-    """Read an unsigned varint (protobuf style); return (value, new position)."""
-    value = 0
-    shift = 0
-    while True:
-        _need(frame, pos, 1, "varint")
-        b = frame[pos]
-        pos += 1
-        value |= (b & 0x7F) << shift
-        if not b & 0x80:
-            return value, pos
-        shift += 7
-        if shift > 28:  # Kafka uvarints are at most 5 bytes (32 bits)
-            raise FrameError("varint too long")
-
-
 def _read_string(frame: bytes, pos: int, what: str) -> tuple[str | None, int]:
     """Nullable STRING: int16 length (-1 = null) then UTF-8 bytes."""
-    _need(frame, pos, 2, what)
+    need(frame, pos, 2, what)
     (n,) = struct.unpack_from(">h", frame, pos)
     pos += 2
     if n < 0:
         return None, pos
-    _need(frame, pos, n, what)
+    need(frame, pos, n, what)
     return frame[pos : pos + n].decode("utf-8", "replace"), pos + n
 
 
@@ -187,7 +125,7 @@ def _read_compact_string(frame: bytes, pos: int, what: str) -> tuple[str | None,
     if n == 0:
         return None, pos
     n -= 1
-    _need(frame, pos, n, what)
+    need(frame, pos, n, what)
     return frame[pos : pos + n].decode("utf-8", "replace"), pos + n
 
 
@@ -197,7 +135,7 @@ def skip_tagged_fields(frame: bytes, pos: int) -> int:
     for _ in range(count):
         _tag, pos = read_uvarint(frame, pos)
         size, pos = read_uvarint(frame, pos)
-        _need(frame, pos, size, "tagged field")
+        need(frame, pos, size, "tagged field")
         pos += size
     return pos
 
@@ -207,7 +145,7 @@ def parse_request_header(frame: bytes, flexible: bool | None = None) -> RequestH
 
     `frame` is the payload without the size prefix. `flexible` overrides the version table.
     """
-    _need(frame, 0, 8, "request header")
+    need(frame, 0, 8, "request header")
     api_key, api_version, correlation_id = struct.unpack_from(">hhi", frame, 0)
     client_id, pos = _read_string(frame, 8, "client_id")  # never compact, even in header v2
     if flexible is None:
@@ -227,14 +165,14 @@ def parse_produce_acks(frame: bytes, header: RequestHeader) -> ProduceInfo:
         txn_id, pos = _read_compact_string(frame, pos, "transactional_id")
     elif header.api_version >= 3:
         txn_id, pos = _read_string(frame, pos, "transactional_id")
-    _need(frame, pos, 2, "acks")
+    need(frame, pos, 2, "acks")
     (acks,) = struct.unpack_from(">h", frame, pos)
     return ProduceInfo(acks, txn_id)
 
 
 def response_correlation_id(frame: bytes) -> int:
     """Correlation id of a response: the first four bytes of every response header."""
-    _need(frame, 0, 4, "response correlation id")
+    need(frame, 0, 4, "response correlation id")
     return SIZE.unpack_from(frame, 0)[0]
 
 
@@ -287,7 +225,7 @@ def produce_response_errors(frame: bytes, api_version: int) -> list[PartitionErr
         if flexible:
             n, pos = read_uvarint(frame, pos)
             return n - 1, pos
-        _need(frame, pos, 4, what)
+        need(frame, pos, 4, what)
         return SIZE.unpack_from(frame, pos)[0], pos + 4
 
     def string(pos: int, what: str) -> tuple[str | None, int]:
@@ -298,13 +236,13 @@ def produce_response_errors(frame: bytes, api_version: int) -> list[PartitionErr
     for _ in range(max(0, topics)):
         topic: str | None = None
         if api_version >= 13:
-            _need(frame, pos, 16, "topic_id")
+            need(frame, pos, 16, "topic_id")
             pos += 16
         else:
             topic, pos = string(pos, "topic name")
         partitions, pos = array_len(pos, "partition_responses")
         for _ in range(max(0, partitions)):
-            _need(frame, pos, 6, "partition index and error_code")
+            need(frame, pos, 6, "partition index and error_code")
             index, code = struct.unpack_from(">ih", frame, pos)
             pos += 6 + 8  # base_offset
             if api_version >= 2:
@@ -314,7 +252,7 @@ def produce_response_errors(frame: bytes, api_version: int) -> list[PartitionErr
             if api_version >= 8:
                 batches, pos = array_len(pos, "record_errors")
                 for _ in range(max(0, batches)):
-                    _need(frame, pos, 4, "batch_index")
+                    need(frame, pos, 4, "batch_index")
                     _message, pos = string(pos + 4, "batch_index_error_message")
                     if flexible:
                         pos = skip_tagged_fields(frame, pos)

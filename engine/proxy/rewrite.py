@@ -20,11 +20,11 @@ ApiVersionsResponse v0-4).
 
 from __future__ import annotations
 
-import struct
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from engine.proxy.framing import FrameError, is_flexible, read_uvarint
+from engine.kafka.wire import EMPTY_TAGS, INT16, FrameError, Reader, Writer, encode_uvarint
+from engine.proxy.framing import is_flexible
 
 PRODUCE = 0
 FETCH = 1
@@ -42,143 +42,12 @@ REWRITE_APIS = frozenset(MAX_VERSIONS)
 HINT_VERSIONS: dict[int, tuple[int, int]] = {PRODUCE: (10, 13), FETCH: (16, 18)}
 UNSUPPORTED_VERSION = 35  # error code of an ApiVersions answer to a too-new request version
 
-EMPTY_TAGS = b"\x00"  # a tagged-field section with no fields
-
-_I8 = struct.Struct(">b")
-_I16 = struct.Struct(">h")
-_I32 = struct.Struct(">i")
-
 
 class UnsupportedResponse(FrameError):
     """An api key or version this module does not decode."""
 
 
 # -- primitives --------------------------------------------------------------------------------
-
-
-def encode_uvarint(n: int) -> bytes:
-    """Unsigned varint, shortest form (as Kafka writes it)."""
-    if n < 0:
-        raise ValueError(f"uvarint must be >= 0, got {n}")
-    out = bytearray()
-    while True:
-        b = n & 0x7F
-        n >>= 7
-        if n:
-            out.append(b | 0x80)
-        else:
-            out.append(b)
-            return bytes(out)
-
-
-class Reader:
-    """Sequential reader over one response body; every short read raises FrameError."""
-
-    def __init__(self, buf: bytes, pos: int = 0) -> None:
-        self.buf = buf
-        self.pos = pos
-
-    def _take(self, n: int, what: str) -> bytes:
-        if n < 0 or self.pos + n > len(self.buf):
-            raise FrameError(f"truncated response reading {what} at offset {self.pos}")
-        chunk = self.buf[self.pos : self.pos + n]
-        self.pos += n
-        return chunk
-
-    def skip(self, n: int, what: str) -> None:
-        """Step over n bytes without copying them."""
-        if n < 0 or self.pos + n > len(self.buf):
-            raise FrameError(f"truncated response skipping {what} at offset {self.pos}")
-        self.pos += n
-
-    def _unpack(self, s: struct.Struct, what: str) -> int:
-        value: int = s.unpack(self._take(s.size, what))[0]
-        return value
-
-    def int8(self, what: str = "int8") -> int:
-        return self._unpack(_I8, what)
-
-    def int16(self, what: str = "int16") -> int:
-        return self._unpack(_I16, what)
-
-    def int32(self, what: str = "int32") -> int:
-        return self._unpack(_I32, what)
-
-    def uvarint(self) -> int:
-        value, self.pos = read_uvarint(self.buf, self.pos)
-        return value
-
-    def string(self, compact: bool, what: str = "string") -> str | None:
-        """STRING / NULLABLE_STRING, or their COMPACT_ forms; None is the null string.
-
-        Bytes that are not UTF-8 survive a decode/encode round trip (surrogateescape).
-        """
-        n = self.uvarint() - 1 if compact else self.int16(what)
-        if n < -1:
-            raise FrameError(f"negative length {n} for {what}")
-        if n == -1:
-            return None
-        return self._take(n, what).decode("utf-8", "surrogateescape")
-
-    def array_len(self, compact: bool, what: str = "array") -> int:
-        """Element count of an ARRAY / COMPACT_ARRAY; -1 is the null array."""
-        n = self.uvarint() - 1 if compact else self.int32(what)
-        if n < -1:
-            raise FrameError(f"negative length {n} for {what}")
-        if n > len(self.buf) - self.pos:  # every element takes at least one byte
-            raise FrameError(f"{what} claims {n} elements, more than the bytes left")
-        return n
-
-    def tagged(self) -> bytes:
-        """A tagged-field section, as its raw bytes (count included)."""
-        start = self.pos
-        for _ in range(self.uvarint()):
-            self.uvarint()  # tag
-            self.skip(self.uvarint(), "tagged field")
-        return self.buf[start : self.pos]
-
-    def rest(self) -> bytes:
-        chunk = self.buf[self.pos :]
-        self.pos = len(self.buf)
-        return chunk
-
-    def end(self, what: str) -> None:
-        if self.pos != len(self.buf):
-            raise FrameError(f"{len(self.buf) - self.pos} unexpected trailing bytes after {what}")
-
-
-class Writer:
-    """Mirror of Reader: appends encoded primitives."""
-
-    def __init__(self) -> None:
-        self.buf = bytearray()
-
-    def int8(self, v: int) -> None:
-        self.buf += _I8.pack(v)
-
-    def int16(self, v: int) -> None:
-        self.buf += _I16.pack(v)
-
-    def int32(self, v: int) -> None:
-        self.buf += _I32.pack(v)
-
-    def string(self, s: str | None, compact: bool) -> None:
-        if s is None:
-            self.buf += encode_uvarint(0) if compact else _I16.pack(-1)
-            return
-        raw = s.encode("utf-8", "surrogateescape")
-        self.buf += encode_uvarint(len(raw) + 1) if compact else _I16.pack(len(raw))
-        self.buf += raw
-
-    def array_len(self, n: int | None, compact: bool) -> None:
-        n = -1 if n is None else n
-        self.buf += encode_uvarint(n + 1) if compact else _I32.pack(n)
-
-    def raw(self, b: bytes) -> None:
-        self.buf += b
-
-    def bytes(self) -> bytes:
-        return bytes(self.buf)
 
 
 def _need_version(api_key: int, version: int) -> None:
@@ -651,7 +520,7 @@ def cap_api_versions(api_version: int, payload: bytes, caps: dict[int, int]) -> 
             high = r.int16("max_version")
             cap = caps.get(key)
             if cap is not None and high > cap >= low:
-                _I16.pack_into(out, at, cap)
+                INT16.pack_into(out, at, cap)
             if flex:
                 r.tagged()
         return bytes(out)

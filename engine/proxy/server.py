@@ -28,14 +28,12 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, TextIO
 
+from engine.kafka.wire import FrameError, FrameSplitter, encode_frame
 from engine.proxy.framing import (
     END_TXN,
     OFFSET_COMMIT,
     PRODUCE,
-    FrameError,
-    FrameSplitter,
     api_name,
-    encode_frame,
     parse_produce_acks,
     parse_request_header,
     produce_response_errors,

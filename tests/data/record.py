@@ -3,13 +3,18 @@
 Each run's results (the counts per level, the faults and the explanation, as `engine run
 --json` prints them) go to tests/data/recorded/NAME.json. The unit tests judge the lesson
 checks and `teaches` bounds against them offline (tests/unit/test_checks_can_fail.py), as
-etcd keeps its robustness histories. It starts a 1-node cluster for the 1-node scenarios
+etcd keeps its robustness histories. For a few runs (JUDGED_AGAIN) what each level was
+judged from is kept too, in tests/data/recorded/NAME/LEVEL/ (history.jsonl, stored.json,
+settings.json: engine.record's level files), and tests/unit/test_judge_recorded.py judges
+them again offline through engine.judge. It starts a 1-node cluster for the 1-node scenarios
 and a 3-node one for the rest, and stops each.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -17,6 +22,7 @@ from pathlib import Path
 
 import yaml
 
+from engine import record
 from engine.scenario import list_scenarios, load_scenario
 
 HERE = Path(__file__).parent / "recorded"
@@ -24,6 +30,20 @@ HERE = Path(__file__).parent / "recorded"
 # Control runs: a scenario without its faults, the case a bound contrasts with where no
 # other level or scenario shows it failing (nothing to absorb without a lost ack).
 CONTROLS = {"ack-loss-without-faults": "ack-loss"}
+
+# Runs kept whole enough to be judged again: a proxy fault (ack-loss) and its control, a
+# transactional producer read at both isolations, and a processor pipeline with a crash.
+JUDGED_AGAIN = ("ack-loss", "ack-loss-without-faults", "aborted-transaction", "consumer-crash")
+
+
+def keep_judged_inputs(name: str, run_dir: Path) -> None:
+    """Copy each level's judged inputs (engine.record's level files) to recorded/NAME/."""
+    target = HERE / name
+    shutil.rmtree(target, ignore_errors=True)
+    for level_dir in sorted((run_dir / record.LEVELS_DIR).iterdir()):
+        (target / level_dir.name).mkdir(parents=True)
+        for file in (record.HISTORY, record.STORED, record.LEVEL_SETTINGS):
+            shutil.copy(level_dir / file, target / level_dir.name / file)
 
 
 def control_file(name: str, folder: Path) -> Path:
@@ -44,6 +64,8 @@ def lab(*args: str, timeout: float = 900) -> subprocess.CompletedProcess:
 def main(names: list[str]) -> int:
     chosen = {n: p for n, p in list_scenarios().items() if not names or n in names}
     folder = Path(tempfile.mkdtemp(prefix="lab-controls-"))
+    runs = Path(tempfile.mkdtemp(prefix="lab-recorded-runs-"))
+    os.environ["LAB_RUNS_DIR"] = str(runs)  # the runs' folders, apart from the user's
     for name in CONTROLS:
         if not names or name in names:
             chosen[name] = control_file(name, folder)
@@ -67,6 +89,8 @@ def main(names: list[str]) -> int:
                     continue
                 results = json.loads(done.stdout)
                 (HERE / f"{name}.json").write_text(json.dumps(results, indent=1, sort_keys=True))
+                if name in JUDGED_AGAIN:
+                    keep_judged_inputs(name, runs / results["run_id"])
                 print(f"{name}: recorded", file=sys.stderr)
         finally:
             lab("cluster", "down")

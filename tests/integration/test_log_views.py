@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Producer
 
-from engine import logs, paths
+from engine import logs, paths, tools
 from engine.cluster import jars
 from engine.kafka import admin
 from tests.kafkatools import kcat_values, unique
@@ -50,7 +50,7 @@ def kcat_keyed(bootstrap: str, topic: str) -> list[tuple[int, str, str]]:
 
 def describe_transaction(bootstrap: str, transactional_id: str) -> dict[str, str]:
     """Kafka's own `kafka-transactions.sh describe`: the coordinator's producer id and epoch."""
-    java = [jars.find_java(), "-Xmx256m", "-XX:TieredStopAtLevel=1", "-cp", jars.kafka_classpath()]
+    java = [tools.find_java(), "-Xmx256m", "-XX:TieredStopAtLevel=1", "-cp", jars.kafka_classpath()]
     tool = ["org.apache.kafka.tools.TransactionsCommand", "--bootstrap-server", bootstrap]
     out = subprocess.run(
         [*java, *tool, "describe", "--transactional-id", transactional_id],

@@ -24,6 +24,7 @@ import pytest
 from confluent_kafka import Consumer, KafkaException, Producer
 from confluent_kafka.admin import AdminClient
 
+from engine import tools
 from engine.cluster import jars
 from engine.kafka import admin
 from engine.proxy.control import ProxyControl, read_events
@@ -222,7 +223,7 @@ def test_produce_and_group_consume_through_the_proxy(cluster1, ext):
 def run_java_tool(main_class: str, *args: str, stdin: str | None = None) -> str:
     """Run one of Kafka 4.1's command-line tools (the Java client) and return its stdout."""
     out = subprocess.run(
-        [jars.find_java(), "-cp", jars.kafka_classpath(), main_class, *args],
+        [tools.find_java(), "-cp", jars.kafka_classpath(), main_class, *args],
         input=stdin,
         capture_output=True,
         text=True,

@@ -229,7 +229,7 @@ def test_a_big_run_is_computed_in_a_process_of_its_own(runs, monkeypatch) -> Non
 def test_the_warm_up_reads_its_records_from_kafka_once_written(spark, cluster1) -> None:
     """The dashboard's warm-up also judges records read through Spark's Kafka source, from
     a small topic it writes once; a second warm-up reuses it and leaves nothing cached."""
-    from engine.metrics.spark_job import WARM_UP_TOPIC, warm_up_judgement
+    from engine.metrics.warm_up import WARM_UP_TOPIC, warm_up_judgement
 
     cached_before = len(spark.sparkContext._jsc.getPersistentRDDs())
     for _ in range(2):

@@ -26,7 +26,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from engine.metrics.spark_job import HISTORY_SCHEMA, KAFKA_SCHEMA, LevelSpec, judge, verdict_rows
+from engine.metrics.inputs import HISTORY_SCHEMA, KAFKA_SCHEMA, LevelSpec
+from engine.metrics.summary import judge, verdict_rows
 from tests.metrics import reference
 
 SETTINGS = settings(
@@ -54,7 +55,7 @@ class Synthetic:
     committed: list[tuple[str, int, int, bytes | None]] = field(default_factory=list)
     history: list[dict[str, Any]] = field(default_factory=list)
     expected: dict[str, dict[str, Any]] = field(default_factory=dict)
-    ranks: str = "sort"  # how Spark finds the latency ranks (spark_job._summary_sql)
+    ranks: str = "sort"  # how Spark finds the latency ranks (engine.metrics.sql.summary_sql)
 
     def add_record(
         self, topic: str, partition: int, offset: int, value: bytes | None, *, aborted: bool
@@ -430,7 +431,7 @@ def test_the_dashboards_warm_up_judges_a_made_up_run_before_the_session_is_hande
     spark,
 ) -> None:
     from engine.metrics.session import start_spark_in_background
-    from engine.metrics.spark_job import warm_up_judgement
+    from engine.metrics.warm_up import warm_up_judgement
 
     warmed: list[Any] = []
     cached_before = len(spark.sparkContext._jsc.getPersistentRDDs())

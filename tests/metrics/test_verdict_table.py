@@ -9,7 +9,8 @@ import pytest
 
 from engine import record
 from engine.metrics import verdict_table
-from engine.metrics.spark_job import HISTORY_SCHEMA, KAFKA_SCHEMA, LevelSpec, judge, verdict_rows
+from engine.metrics.inputs import HISTORY_SCHEMA, KAFKA_SCHEMA, LevelSpec
+from engine.metrics.summary import judge, verdict_rows
 
 
 @pytest.fixture(scope="module")

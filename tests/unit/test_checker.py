@@ -36,7 +36,7 @@ def test_duplicates_losses_and_acks():
 
 
 def test_what_the_counts_cannot_say_is_said_in_the_evidence():
-    from engine.runner import judging_caveats
+    from engine.judge import judging_caveats
 
     history = [{"t": 5, "proc": "sink", "ev": "consumed", "id": 0}]
     verdicts, _ = check(

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from engine import paths
+from engine import paths, tools
 from engine.cluster import jars, make_cluster
 from engine.cluster.embedded import EmbeddedNode, server_properties
 from engine.cluster.ports import require_free
@@ -26,14 +26,14 @@ from engine.errors import ClusterError, MissingToolError, PortInUseError
     ],
 )
 def test_parse_java_version(text, major):
-    assert jars.parse_java_version(text) == major
+    assert tools.parse_java_version(text) == major
 
 
 def test_missing_java_says_what_to_install(monkeypatch):
     monkeypatch.setenv("PATH", "/nonexistent")
     monkeypatch.delenv("JAVA_HOME", raising=False)
     with pytest.raises(MissingToolError, match=r"Java was not found.*Install a Java 17\+"):
-        jars.find_java()
+        tools.find_java()
 
 
 def test_old_java_is_refused_with_the_version_found(monkeypatch, tmp_path):
@@ -44,7 +44,7 @@ def test_old_java_is_refused_with_the_version_found(monkeypatch, tmp_path):
     monkeypatch.setenv("PATH", "/nonexistent")
     monkeypatch.setenv("JAVA_HOME", str(tmp_path))
     with pytest.raises(MissingToolError, match=r"Java 8 was found.*needs Java 17 or newer"):
-        jars.find_java()
+        tools.find_java()
 
 
 def test_missing_maven_says_what_to_install(monkeypatch, tmp_path):

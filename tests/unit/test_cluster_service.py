@@ -11,8 +11,8 @@ import time
 
 import pytest
 
+from engine.cluster.service import ClusterService, node_advice
 from engine.errors import LabError
-from pages._shared import ClusterService, node_advice
 
 
 class RecordingCluster:

@@ -7,16 +7,12 @@ import struct
 
 import pytest
 
+from engine.kafka.wire import MAX_FRAME_SIZE, FrameError, FrameSplitter, encode_frame, read_uvarint
 from engine.proxy.framing import (
-    MAX_FRAME_SIZE,
-    FrameError,
-    FrameSplitter,
     api_name,
-    encode_frame,
     is_flexible,
     parse_produce_acks,
     parse_request_header,
-    read_uvarint,
     response_correlation_id,
 )
 

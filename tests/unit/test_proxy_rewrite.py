@@ -15,8 +15,9 @@ from typing import Any
 
 import pytest
 
+from engine.kafka.wire import FrameError, FrameSplitter, encode_frame
 from engine.proxy.control import ProxyControl, read_events, start_control_server
-from engine.proxy.framing import FrameError, FrameSplitter, encode_frame, parse_request_header
+from engine.proxy.framing import parse_request_header
 from engine.proxy.rewrite import (
     Coordinator,
     DescribeClusterResponse,

@@ -17,13 +17,9 @@ from typing import Any
 
 import pytest
 
+from engine.kafka.wire import FrameSplitter, encode_frame
 from engine.proxy.control import ProxyControl, ProxyControlError, read_events, start_control_server
-from engine.proxy.framing import (
-    FrameSplitter,
-    encode_frame,
-    parse_produce_acks,
-    parse_request_header,
-)
+from engine.proxy.framing import parse_produce_acks, parse_request_header
 from engine.proxy.rules import RuleError, RuleSet
 from engine.proxy.server import Proxy, Route
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from engine.kafka import quorum
-from engine.proxy.framing import SIZE, parse_request_header
-from engine.proxy.rewrite import Writer
+from engine.kafka.wire import SIZE, Writer
+from engine.proxy.framing import parse_request_header
 
 
 def _response(correlation_id: int, leader: int, epoch: int, error: int = 0) -> bytes:

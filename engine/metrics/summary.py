@@ -1,0 +1,304 @@
+"""Spark's judgement of every message and its summary per level: counts, the latency
+distribution and throughput, with engine.checker's definitions (engine.metrics.sql holds
+the SQL text)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from engine.metrics.buckets import bucket_width
+from engine.metrics.inputs import PRODUCER_PROCS, SINK_PROC, LevelSpec
+from engine.metrics.session import shuffle_partitions
+from engine.metrics.sql import facts_sql, picks_sql, positions_sql, run_sql, summary_sql
+
+THROUGHPUT_DEFINITION = (
+    "Throughput counts the messages whose latency was measured (delivered and seen by the "
+    "sink), from the creation of the first of them to the sink's first sight of the last "
+    "one; per_bucket[k] is how many the sink saw first in the k-th bucket of bucket_s "
+    "seconds of that window, a width chosen from the window's length (engine.metrics.buckets)."
+)
+PERCENTILES = list(range(101))  # the latency distribution: nearest-rank q = 0..100
+
+
+@dataclass
+class Judged:
+    """What `judge` returns: per-level results, and the facts the verdict table comes from."""
+
+    results: dict[str, dict[str, Any]]
+    facts: DataFrame  # one cached row per (level, id) that Kafka or the history names
+    records: DataFrame  # the cached record positions of both views (_positions)
+    messages: int
+    levels: list[LevelSpec]
+
+    def verdicts(self) -> DataFrame:
+        """The verdict table: one row per level and ledger id, with the checker's fields."""
+        spark = self.facts.sparkSession
+        names = F.explode(F.array(*(F.lit(s.level) for s in self.levels))).alias("level")
+        ledger = spark.range(self.messages).select(names, "id")
+        # Listing each id's copies takes a collect_list, which Spark cannot hash-aggregate;
+        # it is done here, only when the table is wanted, not in every judge().
+        positions = (
+            self.records.where("stored")
+            .groupBy(F.col("level").alias("level_code"), "id")
+            .agg(F.sort_array(F.collect_list(F.struct("partition", "offset"))).alias("positions"))
+        )
+        offsets = F.transform("positions", lambda p: F.concat_ws(":", p["partition"], p["offset"]))
+        known = self.facts.where("in_ledger").join(positions, ["level_code", "id"], "left")
+        return ledger.join(known, ["level", "id"], "left").select(
+            "level",
+            "id",
+            # An id that neither Kafka nor the history names: no copy, never sent.
+            F.coalesce("verdict", F.lit("never sent")).alias("verdict"),
+            F.coalesce("copies", F.lit(0)).alias("copies"),
+            F.coalesce(offsets, F.array().cast("array<string>")).alias("offsets"),
+            "sent_at",
+            "acked_at",
+            F.coalesce("ack", F.lit("unsent")).alias("ack"),
+            "consumed_at",
+            "latency_ms",
+            F.coalesce("reordered", F.lit(False)).alias("reordered"),
+            F.coalesce("aborted_copies", F.lit(0)).alias("aborted_copies"),
+        )
+
+    def release(self) -> None:
+        self.facts.unpersist()
+        self.records.unpersist()
+
+
+# Up to this many messages per level, ranks are found by sorting (one Spark job, the
+# fastest for a class's runs); above it, by counting per latency bucket (two jobs, no sort
+# of all rows, and no task that holds a whole level). benchmarks/METRICS.md.
+SORTED_RANKS_UP_TO = 250_000
+
+
+def judge(
+    *,
+    uncommitted: DataFrame,
+    committed: DataFrame,
+    history: DataFrame,
+    levels: Sequence[LevelSpec],
+    messages: int,
+    producer_procs: Sequence[str] = PRODUCER_PROCS,
+    sink_proc: str = SINK_PROC,
+    uncommitted_known: Mapping[str, bool] | None = None,
+    ranks: str | None = None,
+) -> Judged:
+    """Judge every message of every level; the definitions are engine.checker's.
+
+    `uncommitted` and `committed` are the judged topics read at each isolation, with the
+    Kafka source's columns (topic, partition, offset, value). `history` has the columns
+    (level, t, proc, ev, id, ids). The ledger is ids 0..messages-1 for every level.
+    The result's `facts` (one row per level and id that Kafka or the history names) and
+    `records` (one per record position) stay cached until `Judged.release()`.
+    Every record of `committed` must also be in `uncommitted` (as Kafka's read_committed
+    view is in its read_uncommitted one): values are parsed from `uncommitted` only.
+    `ranks` ("sort" or "histogram", see summary_sql) defaults by the run's size.
+    """
+    spark = uncommitted.sparkSession
+    method = ranks or ("sort" if messages <= SORTED_RANKS_UP_TO else "histogram")
+    # Shuffle partitions sized to the run: the session's setting for a class's runs (4; more
+    # only add scheduling), one per 2 million rows beyond, so no task's hash maps outgrow
+    # its memory.
+    partitions = max(shuffle_partitions(), math.ceil(messages * len(levels) / 2_000_000))
+    conf = spark.conf
+    before = conf.get("spark.sql.shuffle.partitions")
+    conf.set("spark.sql.shuffle.partitions", str(partitions))
+    try:
+        records = run_sql(
+            spark, positions_sql(levels), uncommitted=uncommitted, committed=committed
+        ).persist()
+        facts = run_sql(
+            spark,
+            facts_sql(levels, producer_procs, sink_proc, messages),
+            records=records,
+            history=history,
+        ).persist()
+        results = _summarise(facts, levels, messages, uncommitted_known, method)
+    finally:
+        conf.set("spark.sql.shuffle.partitions", before)
+    return Judged(
+        results=results, facts=facts, records=records, messages=messages, levels=list(levels)
+    )
+
+
+def _rank(q: int, n: int) -> int:
+    """engine.checker.percentile's nearest rank of q in n sorted values."""
+    return max(1, math.ceil(q / 100.0 * n))
+
+
+def _summarise(
+    facts: DataFrame,
+    levels: Sequence[LevelSpec],
+    messages: int,
+    uncommitted_known: Mapping[str, bool] | None,
+    ranks: str,
+) -> dict[str, dict[str, Any]]:
+    """Counts, the latency distribution and throughput per level (summaryrun_sql's jobs).
+
+    Ledger ids that neither Kafka nor the history names have no row in `facts`; they are
+    lost (no copy, not aborted on purpose), so they are counted as messages minus rows.
+    """
+    spark = facts.sparkSession
+    counts: dict[str, dict[str, Any]] = {}
+    ranked: dict[str, dict[int, float]] = {}
+    histogram: dict[str, dict[int, int]] = {s.level: {} for s in levels}
+    per_bucket: dict[str, dict[int, int]] = {s.level: {} for s in levels}
+    for r in run_sql(spark, summary_sql(ranks), facts=facts).collect():
+        if r["what"] == "counts":
+            counts[r["level"]] = r["counts"].asDict()
+        elif r["what"] == "rank":
+            ranked.setdefault(r["level"], {})[r["key"]] = r["value"]
+        elif r["what"] == "h":
+            histogram[r["level"]][r["key"]] = int(r["value"])
+        else:
+            per_bucket[r["level"]][r["key"]] = int(r["value"])
+    if ranks == "histogram":
+        ranked, per_bucket = _ranks_from_histogram(spark, facts, counts, histogram, levels)
+    distribution: dict[str, dict[int, float]] = {s.level: {} for s in levels}
+    for level, c in counts.items():
+        n = c["latency_count"] or 0
+        for q in PERCENTILES if n else []:
+            distribution[level][q] = ranked[level][_rank(q, n)]
+
+    results: dict[str, dict[str, Any]] = {}
+    for spec in levels:
+        c = counts.get(spec.level) or {}
+        dist = distribution[spec.level]
+        seen = c.get("latency_count") or 0
+        window = c["window_end"] - c["window_start"] if seen else None
+        known = True if uncommitted_known is None else uncommitted_known.get(spec.level, True)
+        duplicated = c.get("duplicated_messages") or 0
+        results[spec.level] = {
+            "sink_topic": spec.topic,
+            "isolation": spec.isolation,
+            "messages": messages,
+            "sent": c.get("sent") or 0,
+            "acked": c.get("acked") or 0,
+            "delivered": c.get("delivered") or 0,
+            "duplicates": c.get("duplicates") or 0,
+            "duplicated_messages": duplicated,
+            "duplicated_share": round(duplicated / messages, 4) if messages else 0.0,
+            "lost": c.get("lost") or 0,
+            # A ledger id that neither a record nor an event names was never sent.
+            "never_sent": (c.get("never_sent") or 0) + messages - (c.get("present") or 0),
+            "not_processed": c.get("not_processed") or 0,
+            "reordered": c.get("reordered") or 0,
+            "aborted_visible": c.get("aborted_visible") or 0,
+            "aborted_as_intended": c.get("aborted_as_intended") or 0,
+            "aborted_at_read_uncommitted": (c.get("hidden") or 0) if known else None,
+            "fenced": c.get("fenced") or 0,
+            # Stored but never read by the sink: every delivered message has a latency
+            # exactly when the sink read it.
+            "unseen_by_sink": (c.get("delivered") or 0) - seen,
+            "latency_ms": {
+                "p50": _rounded(dist.get(50)),
+                "p95": _rounded(dist.get(95)),
+                "p99": _rounded(dist.get(99)),
+                "max": _rounded(dist.get(100)),
+            },
+            "latency_distribution_ms": [
+                {"q": q, "ms": _rounded(dist[q])} for q in PERCENTILES if q in dist
+            ],
+            "throughput": {
+                "messages": seen,
+                # Epoch seconds of bucket 0 of per_bucket, to line it up with the faults.
+                "window_start": c["window_start"] if seen else None,
+                "window_s": None if window is None else round(window, 3),
+                "messages_per_s": round(seen / window, 2) if window else None,
+                "bucket_s": None if window is None else bucket_width(window),
+                "per_bucket": _dense(per_bucket[spec.level]),
+            },
+        }
+    return results
+
+
+def _ranks_from_histogram(
+    spark: SparkSession,
+    facts: DataFrame,
+    counts: Mapping[str, Mapping[str, Any]],
+    histogram: Mapping[str, Mapping[int, int]],
+    levels: Sequence[LevelSpec],
+) -> tuple[dict[str, dict[int, float]], dict[str, dict[int, int]]]:
+    """The wanted ranks' latencies and throughput per bucket, from the latency histogram.
+
+    Walks each level's buckets in order, counting, to find the bucket and the rank within
+    it of every rank a percentile needs; picks_sql then sorts only those buckets.
+    Returns ({level: {rank: latency}}, {level: {time bucket: messages}}).
+    """
+    where: dict[str, dict[int, tuple[int, int]]] = {}  # level -> rank -> (bucket, in-bucket)
+    picks: dict[str, dict[int, set[int]]] = {}
+    windows: dict[str, tuple[float, float]] = {}
+    for level, c in counts.items():
+        n = c["latency_count"] or 0
+        if not n:
+            continue
+        windows[level] = (c["window_start"], bucket_width(c["window_end"] - c["window_start"]))
+        wanted = sorted({_rank(q, n) for q in PERCENTILES})
+        where[level], picks[level] = {}, {}
+        below = 0  # latencies in the buckets before this one
+        buckets = iter(sorted(histogram[level].items()))
+        bucket, size = next(buckets)
+        for rank in wanted:
+            while rank > below + size:
+                below += size
+                bucket, size = next(buckets)
+            where[level][rank] = (bucket, rank - below)
+            picks[level].setdefault(bucket, set()).add(rank - below)
+    runs: dict[tuple[str, int], list[tuple[int, int, float]]] = {}  # (below, copies, value)
+    per_bucket: dict[str, dict[int, int]] = {s.level: {} for s in levels}
+    for r in run_sql(spark, picks_sql(picks, windows), facts=facts).collect():
+        if r["what"] == "rank":
+            runs.setdefault((r["level"], r["key"]), []).append(
+                (r["below"], r["copies"], r["value"])
+            )
+        else:
+            per_bucket[r["level"]][r["key"]] = int(r["value"])
+
+    def value_at(level: str, bucket: int, k: int) -> float:
+        return next(v for below, n, v in runs[(level, bucket)] if below < k <= below + n)
+
+    ranked = {
+        level: {rank: value_at(level, *at) for rank, at in by_rank.items()}
+        for level, by_rank in where.items()
+    }
+    return ranked, per_bucket
+
+
+def _rounded(x: float | None) -> float | None:
+    """As engine.checker.latency_summary rounds: Python's round, not Spark's HALF_UP."""
+    return None if x is None else round(x, 2)
+
+
+def _share(part: int, whole: int) -> float:
+    return round(part / whole, 4) if whole else 0.0
+
+
+def _dense(counts: Mapping[int, int]) -> list[int]:
+    """{bucket: n} -> [n for bucket 0, 1, ...], with the empty buckets as 0."""
+    if not counts:
+        return []
+    return [counts.get(k, 0) for k in range(max(counts) + 1)]
+
+
+def verdict_rows(judged: Judged) -> dict[str, list[dict[str, Any]]]:
+    """Each level's verdicts as engine.checker.verdicts_to_rows gives them, ordered by id.
+
+    For a run's few thousand messages; a big run's table stays a DataFrame (verdicts()).
+    """
+    out: dict[str, list[dict[str, Any]]] = {s.level: [] for s in judged.levels}
+    for r in judged.verdicts().orderBy("level", "id").collect():
+        row = r.asDict()
+        level = row.pop("level")
+        row["latency_ms"] = _rounded(row["latency_ms"])
+        row["offsets"] = list(row["offsets"])
+        out[level].append(row)
+    return out
+
+
+# Made-up judgements the dashboard runs after Spark starts (benchmarks/METRICS.md).

@@ -1,0 +1,107 @@
+"""Recorded runs judged again offline: the judge (engine.judge) needs no Kafka.
+
+tests/data/recorded/NAME/LEVEL/ keeps what a real run's level was judged from (its merged
+history, what was read back, how it ran), as etcd's robustness tests keep their histories;
+`python -m tests.data.record NAME` records them again. Judging them again must give the
+counts the run itself recorded (tests/data/recorded/NAME.json), and each scenario's
+`teaches` bound must hold when judged from its own run and fail when judged from another.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import fields
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from engine import record
+from engine.checker import LevelCounts
+from engine.judge import LevelResult, judge
+from engine.scenario import list_scenarios, load_scenario, meets
+from tests.data.record import JUDGED_AGAIN
+
+RECORDED = Path(__file__).parent.parent / "data" / "recorded"
+
+# The checker's counts (its latency summary is compared on its own).
+COUNT_FIELDS = [f.name for f in fields(LevelCounts) if f.name != "latency_ms"]
+
+
+def judged_again(name: str, level: str) -> dict[str, Any]:
+    """The level's result, judged now from its recorded inputs, as `engine run --json`'s."""
+    history, read, settings = record.load_judged_inputs(RECORDED / name / level)
+    return judge(history, read, settings).result.to_json()
+
+
+def recorded_result(name: str, level: str) -> dict[str, Any]:
+    return json.loads((RECORDED / f"{name}.json").read_text())["results"][level]
+
+
+LEVELS_KEPT = [
+    (name, level.name)
+    for name in JUDGED_AGAIN
+    for level in sorted((RECORDED / name).iterdir())
+    if level.is_dir()
+]
+
+
+def test_every_run_judged_again_was_kept() -> None:
+    assert {name for name, _ in LEVELS_KEPT} == set(JUDGED_AGAIN), (
+        "run `python -m tests.data.record NAME` for the missing ones"
+    )
+
+
+@pytest.mark.parametrize("kept", LEVELS_KEPT, ids=["/".join(k) for k in LEVELS_KEPT])
+def test_judging_again_gives_the_recorded_result(kept: tuple[str, str]) -> None:
+    name, level = kept
+    again, then = judged_again(name, level), recorded_result(name, level)
+    assert {f: again[f] for f in COUNT_FIELDS} == {f: then[f] for f in COUNT_FIELDS}
+    assert again["latency_ms"] == then["latency_ms"]
+    assert again["explain"] == then["explain"]
+    assert again["faults"] == then["faults"]
+    for field in ("effects", "effect_ids", "duplicates_absorbed", "effect_store"):
+        assert again.get(field) == then.get(field), field
+
+
+@pytest.mark.parametrize("kept", LEVELS_KEPT, ids=["/".join(k) for k in LEVELS_KEPT])
+def test_a_recorded_result_reads_back_into_its_types(kept: tuple[str, str]) -> None:
+    name, level = kept
+    then = recorded_result(name, level)
+    typed = LevelResult.from_json(level, then)
+    assert typed.to_json() == then
+
+
+TEACHES = [
+    (name, level, field, bound)
+    for name in JUDGED_AGAIN
+    if name in list_scenarios()
+    for level, fields in load_scenario(list_scenarios()[name]).teaches.items()
+    if (RECORDED / name / level).is_dir()
+    for field, bound in fields.items()
+]
+
+
+@pytest.mark.parametrize("entry", TEACHES, ids=["-".join(t[:3]) for t in TEACHES])
+def test_a_judged_bound_holds_on_its_run_and_fails_on_another(entry) -> None:
+    name, level, field, bound = entry
+    assert meets(judged_again(name, level)[field], bound), entry
+    elsewhere = [
+        (other, other_level)
+        for other, other_level in LEVELS_KEPT
+        if (other, other_level) != (name, level)
+        and field in (result := judged_again(other, other_level))
+        and not meets(result[field], bound)
+    ]
+    assert elsewhere, f"{entry} holds when judged from every kept run"
+
+
+def test_the_lost_ack_duplicate_is_judged_from_the_fault_not_assumed() -> None:
+    """The same level judged from ack-loss and from its control run without the fault: the
+    judge finds the duplicate only where the proxy really dropped an ack."""
+    with_fault = judged_again("ack-loss", "at-least-once")
+    without = judged_again("ack-loss-without-faults", "at-least-once")
+    assert with_fault["duplicates"] >= 1 and any(
+        f.get("source") == "proxy" for f in with_fault["faults"]
+    )
+    assert without["duplicates"] == 0 and without["faults"] == []
