@@ -71,7 +71,7 @@ def render() -> str:
         "failure, run under each of its levels on a real cluster and judged message by "
         "message. A run's length is that of the scenario's recorded real run in "
         "`tests/data/recorded/` (from its first level's start to its last level's end; the "
-        "levels run at the same time), on the 2-core machine the lab is built on; "
+        "levels run at the same time): one run each, so a guide, not a measurement; "
         "benchmarks/README.md has medians over many runs for some of them.",
         "",
     ]

@@ -23,6 +23,7 @@ FIRST_LESSON = "delivery-guarantees"
 @dataclass(frozen=True)
 class ScenarioGroup:
     title: str
+    short: str  # the group's word in the Failure lab's picker
     lesson: str  # what the group's runs show a room, in one sentence
     scenarios: tuple[str, ...]  # in teaching order: the simplest failure first
 
@@ -30,12 +31,14 @@ class ScenarioGroup:
 GROUPS: tuple[ScenarioGroup, ...] = (
     ScenarioGroup(
         "Producers: lost answers and retries",
+        "producers",
         "A write whose answer never arrives is sent again: duplicates, or reordering, unless "
         "the broker recognises the retry (idempotence).",
         ("ack-loss", "network-blip", "producer-crash", "retry-reorder"),
     ),
     ScenarioGroup(
         "Processors: when the offsets are committed",
+        "processors",
         "A processor that dies between its output and its commit repeats or skips work; "
         "the group coordinator fences a zombie's commits, not its writes.",
         (
@@ -50,6 +53,7 @@ GROUPS: tuple[ScenarioGroup, ...] = (
     ),
     ScenarioGroup(
         "Transactions: committed, aborted, timed out",
+        "transactions",
         "What read_committed and read_uncommitted readers see, and what happens to a "
         "transaction whose commit is lost or that nobody ends.",
         (
@@ -61,6 +65,7 @@ GROUPS: tuple[ScenarioGroup, ...] = (
     ),
     ScenarioGroup(
         "Replication: brokers that die",
+        "replication",
         "What acks, the in-sync replicas and leader elections promise when a broker dies, "
         "and what they do not.",
         (
@@ -118,6 +123,15 @@ def nodes_text(nodes: int) -> str:
 
 def scenario_nodes(scenario: str) -> int:
     return load_scenario(list_scenarios()[scenario]).nodes
+
+
+def scenario_label(scenario: str) -> str:
+    """The picker's line: the name first (what a link or a test asks for), then its group,
+    the cluster it needs and how long a run usually takes."""
+    group = group_of(scenario)
+    where = f"{group.short} · " if group else ""
+    length = describe_seconds(recorded_seconds(scenario))
+    return f"{scenario} — {where}{nodes_text(scenario_nodes(scenario))} · {length}"
 
 
 def lesson_nodes(lesson: Lesson) -> int:
