@@ -36,7 +36,7 @@ def test_a_lesson_needs_the_nodes_of_its_largest_step() -> None:
 
 def test_the_first_lesson_comes_first_with_the_nodes_its_steps_need() -> None:
     plans = teaching.lesson_plans()
-    assert [p.name for p in plans][0] == teaching.FIRST_LESSON
+    assert plans[0].name == teaching.FIRST_LESSON
     assert sorted(p.name for p in plans) == sorted(list_lessons())
     for plan in plans:
         lesson = load_lesson(list_lessons()[plan.name])
