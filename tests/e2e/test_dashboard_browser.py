@@ -2,7 +2,7 @@
 
 Opens every page, runs a scenario in the Failure lab on a real embedded cluster that the
 dashboard starts itself, sees the verdicts and a rendered chart, and finds no error box.
-Screenshots go to test-artifacts/ (the README shows some of them).
+Screenshots go to test-artifacts/ (README.md and docs/ show some of them).
 
 Every check waits for what it asserts (Playwright's `expect`, or `wait_for_metric` below):
 a busy machine renders late, and a person looking a moment later would see it.
