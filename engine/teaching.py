@@ -122,7 +122,15 @@ def nodes_text(nodes: int) -> str:
 
 
 def scenario_nodes(scenario: str) -> int:
-    return load_scenario(list_scenarios()[scenario]).nodes
+    """The nodes a scenario file asks for; read again only when the file changes (the Failure
+    lab's picker asks for every scenario at every rerun, and YAML parsing is slow)."""
+    path = list_scenarios()[scenario]
+    return _file_nodes(path, path.stat().st_mtime_ns)
+
+
+@cache
+def _file_nodes(path: Path, mtime_ns: int) -> int:
+    return load_scenario(path).nodes
 
 
 def scenario_label(scenario: str) -> str:
@@ -149,11 +157,19 @@ class LessonPlan:
 
 
 def lesson_plans() -> list[LessonPlan]:
-    """Every lesson file, the first lesson first."""
+    """Every lesson file, the first lesson first; read again only when a lesson file changes."""
+    files = tuple((path, path.stat().st_mtime_ns) for path in list_lessons().values())
+    return list(_plans(files))
+
+
+@cache
+def _plans(files: tuple[tuple[Path, int], ...]) -> tuple[LessonPlan, ...]:
     plans = []
-    for name, path in list_lessons().items():
+    for path, _ in files:
         lesson = load_lesson(path)
         plans.append(
-            LessonPlan(name, lesson.title, lesson.minutes, len(lesson.steps), lesson_nodes(lesson))
+            LessonPlan(
+                path.stem, lesson.title, lesson.minutes, len(lesson.steps), lesson_nodes(lesson)
+            )
         )
-    return sorted(plans, key=lambda plan: plan.name != FIRST_LESSON)
+    return tuple(sorted(plans, key=lambda plan: plan.name != FIRST_LESSON))
