@@ -26,7 +26,7 @@ first, *others = lesson_plans()
 with st.container(border=True):
     st.subheader(f"🎓 {first.title}")
     st.markdown(
-        f"**{first.minutes} minutes**, {first.steps} steps, on a **{nodes_text(first.nodes)}** "
+        f"**{first.minutes} minutes**, {first.steps} steps, on a **{first.nodes}-node** "
         "cluster. For each step the room predicts what Kafka will do, the lab runs the failure "
         "for real, and the page explains the evidence. Start the cluster before the class: "
         "no step then stops to restart it."

@@ -35,7 +35,7 @@ def test_the_home_page_says_where_to_start_and_offers_the_lessons_cluster(app):
     text = shown(at)
     assert lesson.title in text
     assert f"**{lesson.minutes} minutes**, {len(lesson.steps)} steps" in text
-    assert f"**{nodes} nodes** cluster" in text
+    assert f"**{nodes}-node** cluster" in text
     # No cluster runs: the one button starts it with the lesson's nodes, before the class.
     assert f"This lesson needs a cluster of {nodes} nodes." in text
     assert f"Start a {nodes}-node cluster" in {b.label for b in at.button}
