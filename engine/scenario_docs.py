@@ -54,8 +54,13 @@ def scenario_section(name: str, scenario: Scenario) -> list[str]:
         lines += [_fault(f.model_dump(exclude_defaults=True, mode="json")) for f in scenario.faults]
         lines.append("")
     if scenario.sources:
-        lines += ["Sources: " + "; ".join(f"[{s.label}]({s.url})" for s in scenario.sources), ""]
+        lines += ["Sources: " + "; ".join(_source(s.label, s.url) for s in scenario.sources), ""]
     return lines
+
+
+def _source(label: str, url: str) -> str:
+    """A web page as a link; one of the lab's own tests (`tests/...py::name`) as its name."""
+    return f"[{label}]({url})" if url.startswith(("http://", "https://")) else f"{label} (`{url}`)"
 
 
 def render() -> str:
