@@ -66,6 +66,11 @@ def test_the_projector_view_is_named_so_and_an_old_presenter_link_still_opens_it
     assert "📽️ Projector view" in labels
     assert not any("resenter mode" in label for label in labels)
     at = AppTest.from_file(APP, default_timeout=30)
+    at.query_params["projector"] = "1"  # a link a teacher keeps
+    at.run()
+    assert not at.exception
+    assert "Leave the projector view" in {b.label for b in at.button}
+    at = AppTest.from_file(APP, default_timeout=30)
     at.query_params["presenter"] = "1"  # a link made when it was called presenter mode
     at.run()
     assert not at.exception
