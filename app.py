@@ -33,18 +33,27 @@ st.markdown(
     unsafe_allow_html=True,
 )
 
+# In sections, in the order a class meets them: the home page says where to start.
 navigation = st.navigation(
-    [
-        st.Page("pages/home.py", title="Guarantees", icon="🛡️", default=True),
-        st.Page("pages/failure_lab.py", title="Failure lab", icon="💥"),
-        st.Page("pages/free_play.py", title="Free play", icon="🎮"),
-        st.Page("pages/metrics.py", title="Metrics", icon="📊"),
-        st.Page("pages/cost.py", title="Cost of guarantees", icon="💰"),
-        st.Page("pages/zombie.py", title="Zombie fencing", icon="🧟"),
-        st.Page("pages/log_views.py", title="Log views", icon="📜"),
-        st.Page("pages/lesson.py", title="Lesson", icon="🎓"),
-        st.Page("pages/replay.py", title="Replay", icon="⏪"),
-    ]
+    {
+        "Learn": [
+            st.Page("pages/home.py", title="Start here", icon="🧭", default=True),
+            st.Page("pages/lesson.py", title="Lesson", icon="🎓"),
+        ],
+        "Break things": [
+            st.Page("pages/failure_lab.py", title="Failure lab", icon="💥"),
+            st.Page("pages/free_play.py", title="Free play", icon="🎮"),
+            st.Page("pages/zombie.py", title="Zombie fencing", icon="🧟"),
+        ],
+        "Look inside": [
+            st.Page("pages/log_views.py", title="Log views", icon="📜"),
+            st.Page("pages/replay.py", title="Replay", icon="⏪"),
+        ],
+        "Measure": [
+            st.Page("pages/metrics.py", title="Metrics", icon="📊"),
+            st.Page("pages/cost.py", title="Cost of guarantees", icon="💰"),
+        ],
+    }
 )
 # Serving a room: a viewer is told so on every page; a room with no key serves nothing.
 try:
@@ -56,6 +65,6 @@ except PresenterKeyError as exc:
 render_cluster_panel()
 with st.sidebar:
     rehearsal_link()
-presenter_controls()  # the projector's layout; before the page draws
+presenter_controls()  # the projector view's layout; before the page draws
 autostart_spark()  # the JVM takes 13-20 s; by the time someone opens Metrics it is up
 navigation.run()

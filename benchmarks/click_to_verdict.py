@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import shutil
 import statistics
 import tempfile
@@ -65,7 +66,7 @@ def click_to_verdict(tab, url: str, name: str) -> float:
 
     tab.goto(f"{url}/failure_lab")
     tab.get_by_role("combobox", name="Scenario").click()
-    tab.get_by_role("option", name=name, exact=True).click()
+    tab.get_by_role("option", name=re.compile(rf"^{re.escape(name)} — ")).click()
     run = tab.get_by_role("button", name="▶ Run")
     expect(run).to_be_enabled(timeout=300_000)  # the cluster is up
     began = time.monotonic()

@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -85,7 +86,7 @@ def start_load(bootstrap: str, rate: int, seconds: int) -> subprocess.Popen:
 
 def choose(tab, scenario: str) -> None:
     tab.get_by_role("combobox", name="Scenario").click()
-    tab.get_by_role("option", name=scenario, exact=True).click()
+    tab.get_by_role("option", name=re.compile(rf"^{re.escape(scenario)} — ")).click()
     title = load_scenario(list_scenarios()[scenario]).title
     tab.get_by_role("heading", name=title).wait_for()
 

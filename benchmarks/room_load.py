@@ -37,6 +37,7 @@ import asyncio
 import contextlib
 import json
 import os
+import re
 import shutil
 import signal
 import statistics
@@ -82,7 +83,7 @@ def presenter_run(
 
     tab.goto(f"{url}/failure_lab?key={key}")
     tab.get_by_role("combobox", name="Scenario").click()
-    tab.get_by_role("option", name=name, exact=True).click()
+    tab.get_by_role("option", name=re.compile(rf"^{re.escape(name)} — ")).click()
     run = tab.get_by_role("button", name="▶ Run")
     expect(run).to_be_enabled(timeout=300_000)
     if before_click is not None:

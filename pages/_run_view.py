@@ -62,8 +62,8 @@ def render_run(
     """The run's verdict cards, evidence, counts and timeline, the key numbers first.
 
     The first screen holds one card per level with the numbers its scenario teaches and a
-    one-sentence verdict (the "why"); the page is brought there once per run. In presenter
-    mode the timeline follows the cards and no run id or topic name is shown. A page that
+    one-sentence verdict (the "why"); the page is brought there once per run. In the projector
+    view the timeline follows the cards and no run id or topic name is shown. A page that
     sets the layout itself (`presenter` given: the Lesson, which scrolls to its own
     explanation) is not scrolled unless it asks (`scroll`).
     """

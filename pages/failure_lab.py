@@ -8,6 +8,14 @@ from engine import record
 from engine.errors import LabError
 from engine.levels import LEVELS
 from engine.scenario import ScenarioError, list_scenarios, load_scenario
+from engine.teaching import (
+    describe_seconds,
+    group_of,
+    grouped_scenario_names,
+    nodes_text,
+    recorded_seconds,
+    scenario_label,
+)
 from pages._follow import follow_panel
 from pages._presenter import presenter_on
 from pages._roles import is_presenter
@@ -38,7 +46,8 @@ if not scenarios:
     st.error("No scenario files were found in scenarios/.")
     st.stop()
 
-names = list(scenarios)
+# Grouped by what they teach, each with the cluster it needs and how long a run takes.
+names = grouped_scenario_names()
 picker, level_picker = st.columns([1, 2])
 # The lost ack is the first lesson: the simplest failure, and it splits the three levels.
 name = picker.selectbox(
@@ -46,6 +55,10 @@ name = picker.selectbox(
     names,
     index=names.index("ack-loss") if "ack-loss" in names else 0,
     key="lab_scenario",
+    format_func=scenario_label,
+    help="Grouped by what each scenario teaches. A run's length is that of the scenario's "
+    "recorded real run (tests/data/recorded/, one run each); docs/scenarios.md has every "
+    "scenario's story.",
 )
 try:
     scenario = load_scenario(scenarios[name])
@@ -60,8 +73,16 @@ levels = level_picker.multiselect(
     key=f"lab_levels_{name}",
 )
 st.subheader(scenario.title)
-# On a projector the results need the screen: once this scenario runs or has a result, its
-# story folds away (one click opens it). "lab_run" is the Run button, pressed in this rerun.
+group = group_of(name)
+seconds = recorded_seconds(name)
+st.caption(
+    (f"**{group.title}.** {group.lesson} " if group else "")
+    + f"Needs a cluster of {nodes_text(scenario.nodes)}; "
+    + (f"its recorded run took {describe_seconds(seconds)}." if seconds else "no recorded run yet.")
+)
+# In the projector view the results need the screen: once this scenario runs or has a
+# result, its story folds away (one click opens it). "lab_run" is the Run button, pressed in
+# this rerun.
 if presenter_on():
     ran = name in st.session_state.get("lab_runs", {}) or st.session_state.get("lab_run")
     with st.expander("The story", expanded=not ran):

@@ -1,4 +1,5 @@
-"""Home: the delivery guarantees, with the real settings each one runs with."""
+"""Home: where a class starts (the first lesson, its length and its cluster), then the delivery
+guarantees with the real settings each one runs with."""
 
 from __future__ import annotations
 
@@ -7,7 +8,9 @@ import json
 import streamlit as st
 
 from engine.levels import CORE_LEVELS, LEVELS, PROCESSOR_CONSUMER
-from pages._shared import require_app
+from engine.teaching import lesson_plans, nodes_text
+from pages._shared import cluster_service, require_app
+from pages._teacher import lesson_cluster
 
 require_app()
 
@@ -16,6 +19,25 @@ st.markdown(
     "What happens to your messages when things break? Each level below is run against a "
     "**real Apache Kafka cluster**, with **real faults**: lost acks, crashed processes, "
     "zombie instances and dead brokers."
+)
+
+st.header("Where to start")
+first, *others = lesson_plans()
+with st.container(border=True):
+    st.subheader(f"🎓 {first.title}")
+    st.markdown(
+        f"**{first.minutes} minutes**, {first.steps} steps, on a **{first.nodes}-node** "
+        "cluster. For each step the room predicts what Kafka will do, the lab runs the failure "
+        "for real, and the page explains the evidence. Start the cluster before the class: "
+        "no step then stops to restart it."
+    )
+    lesson_cluster(cluster_service(), first.nodes, key="home_lesson_cluster")
+    st.page_link("pages/lesson.py", label="Open the lesson", icon="🎓")
+st.caption(
+    "Then: "
+    + "; ".join(f"{p.title} ({p.minutes} min, {nodes_text(p.nodes)})" for p in others)
+    + ", on the Lesson page. Every scenario on its own: the Failure lab. A 45- and a "
+    "90-minute class plan: docs/teachers-guide.md."
 )
 
 st.header("Three guarantees")

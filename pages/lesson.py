@@ -13,6 +13,7 @@ from engine import record
 from engine.errors import LabError
 from engine.lesson import list_lessons, load_lesson
 from engine.scenario import list_scenarios, load_scenario
+from engine.teaching import FIRST_LESSON, lesson_nodes, scenario_nodes
 from pages._follow import follow_panel
 from pages._roles import is_presenter
 from pages._run_control import run_live
@@ -25,6 +26,7 @@ from pages._shared import (
     show_error,
 )
 from pages._sources import render_sources
+from pages._teacher import lesson_cluster
 
 require_app()
 
@@ -115,7 +117,6 @@ if not lessons:
     st.error("No lesson files were found in lessons/.")
     st.stop()
 # The first class, the one every other builds on, unless the teacher picks another.
-FIRST_LESSON = "delivery-guarantees"
 names = list(lessons)
 lesson_name = st.selectbox(
     "Lesson",
@@ -135,6 +136,16 @@ step = lesson.steps[index]
 scenario = load_scenario(list_scenarios()[step.scenario])
 
 st.title(lesson.title)
+needed = lesson_nodes(lesson)
+largest = [s.scenario for s in lesson.steps if scenario_nodes(s.scenario) == needed]
+st.caption(
+    f"{len(lesson.steps)} steps · {lesson.minutes} min · a {needed}-node cluster"
+    + ("" if needed == 1 else f" (for {', '.join(largest)})")
+)
+# Said up front, with the start or restart that gives the lesson its nodes before the class;
+# a step that needs more than the running cluster has says so itself, at Run.
+if scenario.nodes < needed:
+    lesson_cluster(cluster_service(), needed, key="lesson_cluster", quiet_when_ready=True)
 st.progress(
     (index + 1) / len(lesson.steps),
     text=f"Step {index + 1} of {len(lesson.steps)} · "
@@ -210,7 +221,7 @@ if phase == "explain":
     with st.expander("The scenario's story"):
         st.markdown(scenario.story)
         render_sources(scenario.sources)
-    # A lesson is always in front of a room: the verdict cards (presenter mode's) come first.
+    # A lesson is always in front of a room: the verdict cards (the projector view's) come first.
     render_run(run, presenter=True)
 
 left, right = st.columns(2)

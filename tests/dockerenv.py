@@ -75,7 +75,7 @@ class DockerEnv:
     dockerd_log: Path | None = None
     images: dict[str, str] = field(default_factory=dict)  # variable -> stand-in image
     # Seconds spent on each step of the set-up and of the tests' own starts, written to
-    # test-artifacts/docker-timings.json at the end (the README quotes them).
+    # test-artifacts/docker-timings.json at the end (docs/backends.md quotes them).
     timings: dict[str, float] = field(default_factory=dict)
 
     def timed(self, step: str, seconds: float) -> None:

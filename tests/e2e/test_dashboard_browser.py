@@ -2,7 +2,7 @@
 
 Opens every page, runs a scenario in the Failure lab on a real embedded cluster that the
 dashboard starts itself, sees the verdicts and a rendered chart, and finds no error box.
-Screenshots go to test-artifacts/ (the README shows some of them).
+Screenshots go to test-artifacts/ (README.md and docs/ show some of them).
 
 Every check waits for what it asserts (Playwright's `expect`, or `wait_for_metric` below):
 a busy machine renders late, and a person looking a moment later would see it.
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import time
 from collections.abc import Callable, Iterator
@@ -225,13 +226,13 @@ def boxes(tab, selector: str) -> list[dict[str, float]]:
     return [b for b in (el.bounding_box() for el in tab.locator(selector).all()) if b]
 
 
-def test_presenter_mode_puts_the_teaching_numbers_on_the_first_screen(browser, dashboard):
-    """`?presenter=1` at 1920x1080: no sidebar, and after Run every level's card (with the
+def test_the_projector_view_puts_the_teaching_numbers_on_the_first_screen(browser, dashboard):
+    """`?projector=1` at 1920x1080: no sidebar, and after Run every level's card (with the
     numbers ack-loss teaches and its verdict sentence) lies inside the first screen."""
     tab = browser.new_page(viewport={"width": 1920, "height": 1080})
     try:
         tab.set_default_timeout(120_000)
-        tab.goto(f"{dashboard}/failure_lab?presenter=1")
+        tab.goto(f"{dashboard}/failure_lab?projector=1")
         tab.get_by_role("heading", name="Failure lab").wait_for()
         expect(tab.locator("[data-testid='stSidebar']")).to_be_hidden()
         run = tab.get_by_role("button", name="▶ Run")
@@ -252,9 +253,15 @@ def test_presenter_mode_puts_the_teaching_numbers_on_the_first_screen(browser, d
         tab.locator(".js-plotly-plot").first.wait_for()
         assert boxes(tab, ".js-plotly-plot")[0]["y"] < 1080
         no_error_box(tab)
-        # The address keeps the mode across pages, and the way out is on the page.
-        tab.get_by_role("button", name="Leave presenter mode").click()
+        # The address keeps the view across pages, and the way out is on the page.
+        tab.get_by_role("button", name="Leave the projector view").click()
         expect(tab.locator("[data-testid='stSidebar']")).to_be_visible()
+        # A link made when the view was called presenter mode opens it under its new name.
+        tab.goto(f"{dashboard}/failure_lab?presenter=1")
+        tab.get_by_role("heading", name="Failure lab").wait_for()
+        expect(tab.locator("[data-testid='stSidebar']")).to_be_hidden()
+        expect(tab).to_have_url(re.compile(r"projector=1"))
+        assert "presenter=" not in tab.url
     finally:
         tab.close()
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import time
@@ -86,7 +87,7 @@ def start_zombie_scenario(tab, url: str) -> None:
     tab.goto(f"{url}/failure_lab")
     tab.get_by_role("heading", name="Failure lab").wait_for()
     tab.get_by_role("combobox", name="Scenario").click()
-    tab.get_by_role("option", name="zombie", exact=True).click()
+    tab.get_by_role("option", name=re.compile(r"^zombie — ")).click()  # name, group, nodes
     tab.get_by_role("button", name="▶ Run").click()
 
 

@@ -114,7 +114,7 @@ def test_a_zombie_is_fenced_by_its_group_and_its_numbers_are_explained(cluster1)
         else:
             assert result["duplicates"] == 0 and result["lost"] == 0 and result["fenced"] >= 1
         assert any("frozen (SIGSTOP) at its fault point" in e for e in explained["evidence"])
-        # The clients ran with the settings the Guarantees page shows, plus names only.
+        # The clients ran with the settings the home page shows, plus names only.
         history = run["levels"][level]["history"]
         starts = {e["proc"]: e for e in history if e["ev"] == "start"}
         assert PROCESSOR_CONSUMER.items() <= starts["processor"]["consumer_config"].items()

@@ -138,12 +138,20 @@ def test_a_lesson_step_that_needs_3_nodes_says_so_before_it_runs(monkeypatch, cl
 
 
 def test_lesson_mode_predict_run_explain(monkeypatch, cluster1):
+    from engine.lesson import list_lessons, load_lesson
+
     monkeypatch.setenv("LAB_AUTOSTART", "1")
     register_current(cluster1)
     try:
         at = AppTest.from_file(APP, default_timeout=120).run()
         at.switch_page("pages/lesson.py").run()
         assert not at.exception
+        # The lesson's cluster is said before its first step: its last step needs 3 nodes.
+        lesson = load_lesson(list_lessons()["delivery-guarantees"])
+        said = f"{len(lesson.steps)} steps · {lesson.minutes} min · a 3-node cluster"
+        assert f"{said} (for retry-reorder)" in [c.value for c in at.caption]
+        infos = "\n".join(i.value for i in at.info)
+        assert "This lesson needs 3 nodes; the running cluster has 1." in infos
         at.radio[0].set_value("two").run()  # the room predicts two copies of message 2
         next(b for b in at.button if b.label == "Lock in the prediction").click().run()
         # The story tells the outcome, so it is not on screen before the run.

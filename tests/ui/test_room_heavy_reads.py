@@ -199,8 +199,8 @@ def test_a_viewer_gets_the_presenters_log_dump_and_no_dump_button(room):
 
 
 def test_several_browsers_may_hold_the_presenter_link_at_once():
-    """The README's promise: every session that opened the link presents, none displaces
-    another (a session that never did is a viewer)."""
+    """The room's promise (docs/serving-a-room.md): every session that opened the link
+    presents, none displaces another (a session that never did is a viewer)."""
     from pages._roles import RoleTable
 
     table = RoleTable()

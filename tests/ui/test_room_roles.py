@@ -48,6 +48,9 @@ def test_a_browser_without_the_key_is_a_viewer_with_no_control(room):
     at = AppTest.from_file(APP, default_timeout=30).run()
     assert not at.exception
     assert "You are watching the presenter" in texts(at)
+    # The home page tells a viewer the lesson's cluster, and gives only the presenter its button.
+    assert "This lesson needs a cluster of" in texts(at)
+    assert not any(label.startswith("Start a ") for label in labels(at))
     at.switch_page("pages/failure_lab.py").run()
     assert not at.exception
     assert "▶ Run" not in labels(at)

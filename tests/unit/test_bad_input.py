@@ -1,6 +1,6 @@
 """Bad input gets one actionable line, a non-zero exit code, no traceback, and loses nothing.
 
-Each test here is a row of the README's "When something is wrong" table.
+Each test here is a row of docs/troubleshooting.md's table ("When something is wrong").
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The Guarantees page's settings are the objects the runner hands to the clients."""
+"""The home page's settings are the objects the runner hands to the clients."""
 
 from __future__ import annotations
 
