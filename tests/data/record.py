@@ -3,8 +3,11 @@
 Each run's results (the counts per level, the faults and the explanation, as `engine run
 --json` prints them) go to tests/data/recorded/NAME.json. The unit tests judge the lesson
 checks and `teaches` bounds against them offline (tests/unit/test_checks_can_fail.py), as
-etcd keeps its robustness histories. It starts a 1-node cluster for the 1-node scenarios
-and a 3-node one for the rest, and stops each.
+etcd keeps its robustness histories. The run's whole record (its folder under runs/, as
+Replay reads it) goes to tests/data/recorded/runs/NAME.tar.gz: the page walk
+(tests/e2e/test_page_walk.py) draws every scenario's real run from it without running it.
+It starts a 1-node cluster for the 1-node scenarios and a 3-node one for the rest, and stops
+each.
 """
 
 from __future__ import annotations
@@ -12,14 +15,17 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import tarfile
 import tempfile
 from pathlib import Path
 
 import yaml
 
+from engine import paths
 from engine.scenario import list_scenarios, load_scenario
 
 HERE = Path(__file__).parent / "recorded"
+RUNS = HERE / "runs"  # each recorded run's folder, as NAME.tar.gz
 
 # Control runs: a scenario without its faults, the case a bound contrasts with where no
 # other level or scenario shows it failing (nothing to absorb without a lost ack).
@@ -39,6 +45,26 @@ def lab(*args: str, timeout: float = 900) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "engine", *args], capture_output=True, text=True, timeout=timeout
     )
+
+
+def archive_run(name: str, run_id: str) -> Path:
+    """runs/RUN_ID/ into recorded/runs/NAME.tar.gz, its top folder named by the run id."""
+    RUNS.mkdir(parents=True, exist_ok=True)
+    target = RUNS / f"{name}.tar.gz"
+    with tarfile.open(target, "w:gz") as archive:
+        archive.add(paths.runs_dir() / run_id, arcname=run_id)
+    return target
+
+
+def unpack_runs(into: Path) -> dict[str, str]:
+    """Every archived run's folder into `into` (a runs folder); {scenario name: run id}."""
+    into.mkdir(parents=True, exist_ok=True)
+    unpacked = {}
+    for target in sorted(RUNS.glob("*.tar.gz")):
+        with tarfile.open(target) as archive:
+            archive.extractall(into, filter="data")
+            unpacked[target.name.removesuffix(".tar.gz")] = archive.getnames()[0].split("/")[0]
+    return unpacked
 
 
 def main(names: list[str]) -> int:
@@ -67,6 +93,7 @@ def main(names: list[str]) -> int:
                     continue
                 results = json.loads(done.stdout)
                 (HERE / f"{name}.json").write_text(json.dumps(results, indent=1, sort_keys=True))
+                archive_run(name, results["run_id"])
                 print(f"{name}: recorded", file=sys.stderr)
         finally:
             lab("cluster", "down")
