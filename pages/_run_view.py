@@ -17,7 +17,7 @@ import streamlit.components.v1 as components
 
 from engine.checker import LATENCY_DEFINITION
 from engine.live import fault_fold, fault_raw, fault_text, fold_text, nemesis_text
-from engine.words import PROXY_WORDS, say_fault
+from engine.words import PROXY_WORDS, room_words, say_fault
 from pages._presenter import presenter_on
 
 COUNTS = [
@@ -266,7 +266,7 @@ def render_count_cards(results: dict[str, Any], *, presenter: bool = False) -> N
             # Every count the level's promise excludes (and any reordering), explained
             # from this run's own history.
             for line in (result.get("explain") or {}).get("why", []):
-                st.markdown(f"🔎 {line}")
+                st.markdown(f"🔎 {room_words(line)}")
             lat = result["latency_ms"]
             if lat.get("p50") is not None:
                 st.caption(
@@ -370,13 +370,15 @@ def render_evidence(results: dict[str, Any]) -> None:
         for column, (level, why) in zip(columns, explained.items(), strict=True):
             with column:
                 st.markdown(f"**{level_heading(level, results[level])}**")
+                # room_words: a run recorded before the evidence was said in the room's
+                # words still shows no raw error code.
                 for line in why["evidence"]:
-                    st.markdown(f"- {line}")
+                    st.markdown(f"- {room_words(line)}")
                 for line in why["choices"]:
                     if line not in shared:
-                        st.markdown(f"- 🧩 *The application's choice:* {line}")
+                        st.markdown(f"- 🧩 *The application's choice:* {room_words(line)}")
         for line in sorted(shared):
-            st.markdown(f"🧩 *The application's choice, at every level:* {line}")
+            st.markdown(f"🧩 *The application's choice, at every level:* {room_words(line)}")
 
 
 def timeline_figure(
