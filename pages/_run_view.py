@@ -89,7 +89,7 @@ def render_run(
         if presenter:
             render_timeline(run, results)
             render_count_cards(results, presenter=True)
-            render_evidence(results)
+            render_evidence(results, presenter=True)
         else:
             render_evidence(results)
             render_count_cards(results)
@@ -358,7 +358,25 @@ def word_cell(column: str, value: Any) -> Any:
     return value
 
 
-def render_evidence(results: dict[str, Any]) -> None:
+LOGGED = " logged: "  # evidence that quotes a broker's log line: "Node 2 logged: [...] ..."
+# A run's id and its topics' names: for the engineer's screen, not the projector.
+RUN_NAMES = re.compile(r"\blab\.[A-Za-z0-9._-]+|\b20\d{6}-\d{6}-[a-z0-9-]+")
+TOPIC_WORDS = "the level's topic"
+
+
+def render_evidence_line(line: str, *, presenter: bool) -> None:
+    """One line of evidence; a quoted broker log line follows verbatim in a code block (Kafka's
+    own words, its brackets and lists kept). On the projector a topic's name is said as "the
+    level's topic" (leader-disk-lost names the partition whose copy was deleted)."""
+    if presenter:
+        line = RUN_NAMES.sub(TOPIC_WORDS, line)
+    said, logged, quote = line.partition(LOGGED)
+    st.markdown(f"- {room_words(said)}{logged.rstrip() if logged else ''}")
+    if logged:
+        st.code(quote, language=None, wrap_lines=True)
+
+
+def render_evidence(results: dict[str, Any], *, presenter: bool = False) -> None:
     """What the faults did and how Kafka answered, per level; then the application's choices."""
     explained = {lv: r["explain"] for lv, r in results.items() if r.get("explain")}
     if not any(e["evidence"] or e["choices"] for e in explained.values()):
@@ -373,7 +391,7 @@ def render_evidence(results: dict[str, Any]) -> None:
                 # room_words: a run recorded before the evidence was said in the room's
                 # words still shows no raw error code.
                 for line in why["evidence"]:
-                    st.markdown(f"- {room_words(line)}")
+                    render_evidence_line(line, presenter=presenter)
                 for line in why["choices"]:
                     if line not in shared:
                         st.markdown(f"- 🧩 *The application's choice:* {room_words(line)}")

@@ -88,6 +88,12 @@ def test_run_ids_and_topics_are_the_projectors_concern(tab):
     assert any("a topic name" in line for line in found), found
 
 
+def test_a_code_block_keeps_its_words_but_not_the_projectors_names(tab):
+    show(tab, "<pre>isr: [] -> [1] for lab.20261126-x.in-0 (REQUEST_TIMED_OUT)</pre>")
+    assert page_findings(tab, projector=False) == []
+    assert any("a topic name" in line for line in page_findings(tab, projector=True))
+
+
 def test_hidden_text_is_not_on_the_screen(tab):
     show(tab, "<details><summary>Parameters</summary><p>commit_gap #2</p></details>")
     assert page_findings(tab, projector=False) == []

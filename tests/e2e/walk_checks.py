@@ -77,14 +77,16 @@ FINDINGS_JS = r"""
   for (let node = walker.nextNode(); node; node = walker.nextNode()) {
     const el = node.parentElement;
     if (!el || !node.data.trim()) continue;
-    if (el.closest("script, style, pre, canvas, [data-testid='stSidebarNav']")) continue;
+    if (el.closest("script, style, canvas, [data-testid='stSidebarNav']")) continue;
+    // A code block shows code or a quoted log as it is: only the projector's names count there.
+    const quoted = !!el.closest("pre");
     if (!visible(el)) continue;
     // The whole line the node stands in: a block's text, for the parentheses rule.
     const blocks = "p, li, td, th, div, span, text, a, button, label, h1, h2, h3, h4, summary";
     const line = (el.closest(blocks) || el).textContent;
     const isSmall = small(el);
     for (const [kind, pattern, anyType] of compiled) {
-      if (isSmall && !anyType) continue;
+      if ((isSmall || quoted) && !anyType) continue;
       pattern.lastIndex = 0;
       for (let m = pattern.exec(node.data); m; m = pattern.exec(node.data)) {
         const at = line.indexOf(node.data) + m.index;
@@ -220,8 +222,18 @@ def key_number_off_screen(tab, key: KeyNumber, timeout: float = 10.0) -> str | N
         time.sleep(0.25)
 
 
+def wait_until_drawn(tab, timeout_ms: float = 240_000) -> None:
+    """Until no element is stale: Streamlit marks what the script run in progress has not
+    drawn again yet (`data-stale`), so a screen is read once it is the new one throughout."""
+    tab.wait_for_function(
+        "() => document.querySelectorAll(\"[data-stale='true']\").length === 0",
+        timeout=timeout_ms,
+    )
+
+
 def screen_defects(tab, *, projector: bool, key: KeyNumber | None) -> list[str]:
-    """Every check on the screen as it is now."""
+    """Every check on the screen, once it is drawn."""
+    wait_until_drawn(tab)
     defects = page_findings(tab, projector=projector) + broken_titles(tab)
     if key is not None and (where := key_number_off_screen(tab, key)):
         defects.append(where)
