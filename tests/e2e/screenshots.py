@@ -99,7 +99,7 @@ def live_view(browser, url: str) -> None:
     tab.get_by_role("button", name="▶ Run").click()
     lane_counter_moved(tab)
     tab.screenshot(path=str(OUT / "live-view.png"))
-    tab.get_by_text("Done:").wait_for()
+    tab.get_by_text("Done:").first.wait_for()
 
 
 def failure_lab(browser, url: str) -> None:
@@ -126,7 +126,7 @@ def viewer_following(browser, url: str) -> None:
     lead.get_by_role("button", name="▶ Run").click()
     lane_counter_moved(viewer)
     viewer.screenshot(path=str(OUT / "viewer-following.png"))
-    lead.get_by_text("Done:").wait_for()
+    lead.get_by_text("Done:").first.wait_for()
 
 
 def lesson_explain(browser, url: str) -> None:

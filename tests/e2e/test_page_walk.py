@@ -202,7 +202,7 @@ def test_a_live_run_ends_with_its_numbers_on_the_first_screen(
             title = load_scenario(list_scenarios()[scenario]).title
             tab.get_by_role("heading", name=title).wait_for()
         run.click()
-        tab.get_by_text("Done:").wait_for()
+        tab.get_by_text("Done:").first.wait_for()
         tab.locator(".lab-card").first.wait_for()
         defects = screen_defects(tab, projector=projector, key=RUN_NUMBER)
         view = "projector" if projector else "normal"
@@ -241,7 +241,7 @@ def spark_counts(tab) -> None:
 
 def zombie_run(tab) -> None:
     tab.get_by_role("button", name="▶ Run the zombie scenario (exactly-once)").click()
-    tab.get_by_text("Done:").wait_for()
+    tab.get_by_text("Done:").first.wait_for()
     tab.get_by_text("Fencing worked").first.wait_for()
 
 
