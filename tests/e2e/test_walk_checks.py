@@ -75,6 +75,13 @@ def test_each_word_check_fails_on_its_case(tab, wrong, right, found):
     assert page_findings(tab, projector=False) == []
 
 
+def test_a_citation_is_no_list(tab):
+    show(tab, "<p>Sources: [1] KIP-98: idempotent producer · [2] librdkafka</p>")
+    assert page_findings(tab, projector=False) == []
+    show(tab, "<p>led by node 1, in-sync replicas [1]</p>")
+    assert any("a Python list" in line for line in page_findings(tab, projector=False))
+
+
 def test_the_raw_name_may_follow_the_words_in_parentheses(tab):
     show(tab, "<p>outputs and input offsets out of step (commit_gap)</p>")
     assert page_findings(tab, projector=False) == []

@@ -35,7 +35,8 @@ ROOM_PATTERNS: dict[str, str] = {
     "a Kafka error code or environment variable": r"\b[A-Z]{2,}(?:_[A-Z0-9]+){1,}\b",
     '"batch None"': r"\bbatch None\b",
     "a value printed as None": r"[:=]\s*None\b",
-    "a Python list": r"\[(?:\d+(?:, \d+)*)?\]",
+    # "[]", "[1, 3]", "replicas [1]"; a citation's "[1]" (the Sources line) is no list.
+    "a Python list": r"\[\]|\[\d+(?:, \d+)+\]|\b(?:replicas|leader|isr:?) \[\d+\]",
 }
 PROJECTOR_PATTERNS: dict[str, str] = {
     "a run id": r"\b20\d{6}-\d{6}-[a-z0-9-]+",
