@@ -302,3 +302,37 @@ def controller_words(event: dict[str, object]) -> str:
     if controller == event.get("node"):
         return f"node {controller}, the one hurt, was the active controller"
     return f"node {controller} was the active controller and ran on"
+
+
+# A raw error code in a sentence, and librdkafka's reason in parentheses after it if any;
+# not one already in code type (`_FENCED`), which the room's words precede.
+RAW_CODE = re.compile(
+    r"(?<![\w`])(?P<code>"
+    + "|".join(map(re.escape, sorted(ERROR_WORDS, key=len, reverse=True)))
+    + r")(?![\w`])(?: \((?P<reason>[^()\[\]`]*)\))?"
+)
+
+
+# A replica set printed as a Python list: "[1, 3]", "[]".
+NODE_LIST = re.compile(r"\[(?:\d+(?:, \d+)*)?\]")
+
+
+def room_words(markdown: str) -> str:
+    """Raw error codes left in a sentence said in the room's words, the code (and librdkafka's
+    reason) after them in small type.
+
+    For explanations recorded before the evidence was said in the room's words (a run from an
+    older lab, replayed): "answered 2 requests with REQUEST_TIMED_OUT" -> "... with the
+    broker timed out (for a write: waiting for its replicas) :small[`REQUEST_TIMED_OUT`]";
+    a replica set printed as a list, "in-sync replicas [1, 3]", is "nodes 1 and 3".
+    """
+
+    def said(match: re.Match[str]) -> str:
+        code, reason = match["code"], match["reason"]
+        words = say_error(code, reason).words
+        return f"{words} :small[`{code}`{' ' + reason if reason else ''}]"
+
+    def nodes(match: re.Match[str]) -> str:
+        return nodes_words([int(n) for n in re.findall(r"\d+", match[0])])
+
+    return NODE_LIST.sub(nodes, RAW_CODE.sub(said, markdown))

@@ -19,7 +19,7 @@ from engine.checker import LATENCY_DEFINITION
 from engine.faults import KINDS, say_fault
 from engine.faults.base import HURT
 from engine.live import fault_fold, fault_raw, fault_text, fold_text, nemesis_text
-from engine.words import PROXY_WORDS
+from engine.words import PROXY_WORDS, room_words
 from pages._presenter import presenter_on
 
 COUNTS = [
@@ -91,7 +91,7 @@ def render_run(
         if presenter:
             render_timeline(run, results)
             render_count_cards(results, presenter=True)
-            render_evidence(results)
+            render_evidence(results, presenter=True)
         else:
             render_evidence(results)
             render_count_cards(results)
@@ -268,7 +268,7 @@ def render_count_cards(results: dict[str, Any], *, presenter: bool = False) -> N
             # Every count the level's promise excludes (and any reordering), explained
             # from this run's own history.
             for line in (result.get("explain") or {}).get("why", []):
-                st.markdown(f"🔎 {line}")
+                st.markdown(f"🔎 {room_words(line)}")
             lat = result["latency_ms"]
             if lat.get("p50") is not None:
                 st.caption(
@@ -360,7 +360,25 @@ def word_cell(column: str, value: Any) -> Any:
     return value
 
 
-def render_evidence(results: dict[str, Any]) -> None:
+LOGGED = " logged: "  # evidence that quotes a broker's log line: "Node 2 logged: [...] ..."
+# A run's id and its topics' names: for the engineer's screen, not the projector.
+RUN_NAMES = re.compile(r"\blab\.[A-Za-z0-9._-]+|\b20\d{6}-\d{6}-[a-z0-9-]+")
+TOPIC_WORDS = "the level's topic"
+
+
+def render_evidence_line(line: str, *, presenter: bool) -> None:
+    """One line of evidence; a quoted broker log line follows verbatim in a code block (Kafka's
+    own words, its brackets and lists kept). On the projector a topic's name is said as "the
+    level's topic" (leader-disk-lost names the partition whose copy was deleted)."""
+    if presenter:
+        line = RUN_NAMES.sub(TOPIC_WORDS, line)
+    said, logged, quote = line.partition(LOGGED)
+    st.markdown(f"- {room_words(said)}{logged.rstrip() if logged else ''}")
+    if logged:
+        st.code(quote, language=None, wrap_lines=True)
+
+
+def render_evidence(results: dict[str, Any], *, presenter: bool = False) -> None:
     """What the faults did and how Kafka answered, per level; then the application's choices."""
     explained = {lv: r["explain"] for lv, r in results.items() if r.get("explain")}
     if not any(e["evidence"] or e["choices"] for e in explained.values()):
@@ -372,13 +390,15 @@ def render_evidence(results: dict[str, Any]) -> None:
         for column, (level, why) in zip(columns, explained.items(), strict=True):
             with column:
                 st.markdown(f"**{level_heading(level, results[level])}**")
+                # room_words: a run recorded before the evidence was said in the room's
+                # words still shows no raw error code.
                 for line in why["evidence"]:
-                    st.markdown(f"- {line}")
+                    render_evidence_line(line, presenter=presenter)
                 for line in why["choices"]:
                     if line not in shared:
-                        st.markdown(f"- 🧩 *The application's choice:* {line}")
+                        st.markdown(f"- 🧩 *The application's choice:* {room_words(line)}")
         for line in sorted(shared):
-            st.markdown(f"🧩 *The application's choice, at every level:* {line}")
+            st.markdown(f"🧩 *The application's choice, at every level:* {room_words(line)}")
 
 
 def timeline_figure(

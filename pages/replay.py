@@ -33,8 +33,13 @@ LAST_EVENTS = 200  # of each level, in an interrupted run
 MAX_EVENTS_READ = 200_000  # a level with more is not read into the page
 
 
-def default_index(runs: list[dict]) -> int | None:
-    """The newest run that ended (complete or failed); never an interrupted or running one."""
+def default_index(runs: list[dict], asked: str | None = None) -> int | None:
+    """The run the address names (`?run=RUN_ID`, a link to one run), else the newest run
+    that ended (complete or failed); never an interrupted or running one by default."""
+    if asked is not None:
+        named = next((i for i, meta in enumerate(runs) if meta.get("run_id") == asked), None)
+        if named is not None:
+            return named
     return next(
         (i for i, meta in enumerate(runs) if meta.get("status") in ("complete", "failed")), None
     )
@@ -83,14 +88,17 @@ def render_interrupted(meta: dict) -> None:
             )
 
 
+asked = st.query_params.get("run")
 chosen = st.selectbox(
     "Run",
     runs,
-    index=default_index(runs),
+    index=default_index(runs, asked),
     format_func=label,
     key="replay_run",
     placeholder="Choose a run (none has ended yet)",
 )
+if asked is not None and all(meta.get("run_id") != asked for meta in runs):
+    st.warning(f"There is no run '{asked}' here; the newest run is shown.", icon="🔎")
 if chosen is None:
     st.info("Every recorded run is interrupted or still going on: choose one above to look.")
     st.stop()

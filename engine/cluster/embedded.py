@@ -228,6 +228,17 @@ class EmbeddedCluster(Cluster):
     def exists(cls, name: str = "default") -> bool:
         return (paths.state_dir() / name / STATE_FILE).exists()
 
+    @classmethod
+    def current_id(cls, name: str = "default") -> str | None:
+        """The Kafka cluster id in the state file of `name`; None when there is none (stopped)."""
+        state_file = paths.state_dir() / name / STATE_FILE
+        try:
+            return json.loads(state_file.read_text()).get("cluster_id")
+        except FileNotFoundError:
+            return None
+        except (json.JSONDecodeError, OSError) as exc:
+            raise ClusterError(f"The state file {state_file} is unreadable ({exc}).") from exc
+
     # ---- addresses ---------------------------------------------------------------------
     @property
     def name(self) -> str:
@@ -435,6 +446,8 @@ class EmbeddedCluster(Cluster):
             str(self.owner_pid),
             "--cluster",
             self._name,
+            "--cluster-id",
+            str(self.cluster_id),
         ]
         subprocess.Popen(
             cmd,

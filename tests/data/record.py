@@ -6,7 +6,10 @@ checks and `teaches` bounds against them offline (tests/unit/test_checks_can_fai
 etcd keeps its robustness histories. For a few runs (JUDGED_AGAIN) what each level was
 judged from is kept too, in tests/data/recorded/NAME/LEVEL/ (history.jsonl, stored.json,
 settings.json: engine.record's level files), and tests/unit/test_judge_recorded.py judges
-them again offline through engine.judge. It starts a 1-node cluster for the 1-node scenarios
+them again offline through engine.judge.
+The run's whole record (its folder under runs/, as Replay reads it) goes to
+tests/data/recorded/runs/NAME.tar.gz: the page walk (tests/e2e/test_page_walk.py) draws every
+scenario's real run from it without running it. It starts a 1-node cluster for the 1-node scenarios
 and a 3-node one for the rest, and stops each.
 """
 
@@ -17,15 +20,17 @@ import os
 import shutil
 import subprocess
 import sys
+import tarfile
 import tempfile
 from pathlib import Path
 
 import yaml
 
-from engine import record
+from engine import paths, record
 from engine.scenario import list_scenarios, load_scenario
 
 HERE = Path(__file__).parent / "recorded"
+RUNS = HERE / "runs"  # each recorded run's folder, as NAME.tar.gz
 
 # Control runs: a scenario without its faults, the case a bound contrasts with where no
 # other level or scenario shows it failing (nothing to absorb without a lost ack).
@@ -61,6 +66,26 @@ def lab(*args: str, timeout: float = 900) -> subprocess.CompletedProcess:
     )
 
 
+def archive_run(name: str, run_id: str, runs: Path | None = None) -> Path:
+    """runs/RUN_ID/ into recorded/runs/NAME.tar.gz, its top folder named by the run id."""
+    RUNS.mkdir(parents=True, exist_ok=True)
+    target = RUNS / f"{name}.tar.gz"
+    with tarfile.open(target, "w:gz") as archive:
+        archive.add((runs or paths.runs_dir()) / run_id, arcname=run_id)
+    return target
+
+
+def unpack_runs(into: Path) -> dict[str, str]:
+    """Every archived run's folder into `into` (a runs folder); {scenario name: run id}."""
+    into.mkdir(parents=True, exist_ok=True)
+    unpacked = {}
+    for target in sorted(RUNS.glob("*.tar.gz")):
+        with tarfile.open(target) as archive:
+            archive.extractall(into, filter="data")
+            unpacked[target.name.removesuffix(".tar.gz")] = archive.getnames()[0].split("/")[0]
+    return unpacked
+
+
 def main(names: list[str]) -> int:
     chosen = {n: p for n, p in list_scenarios().items() if not names or n in names}
     folder = Path(tempfile.mkdtemp(prefix="lab-controls-"))
@@ -91,6 +116,7 @@ def main(names: list[str]) -> int:
                 (HERE / f"{name}.json").write_text(json.dumps(results, indent=1, sort_keys=True))
                 if name in JUDGED_AGAIN:
                     keep_judged_inputs(name, runs / results["run_id"])
+                archive_run(name, results["run_id"], runs)
                 print(f"{name}: recorded", file=sys.stderr)
         finally:
             lab("cluster", "down")

@@ -282,3 +282,33 @@ def test_the_verdict_table_shows_no_none_cell():
     )
     assert lost["offsets"] == "—" and duplicated["offsets"] == "0:6, 0:10"
     assert duplicated["sent (s)"] == "0.500" and duplicated["latency_ms"] == "500"
+
+
+def evidence_page(presenter: bool) -> None:
+    from pages._run_view import render_evidence_line
+
+    render_evidence_line(
+        "While node 1 was down, its copy of lab.20261126-003816-x-12dc.at-least-once.in-0 was "
+        "deleted.",
+        presenter=presenter,
+    )
+    render_evidence_line(
+        "Node 2 logged: [2026-11-26 00:35:40,873] INFO UNCLEAN partition change for "
+        "lab.20261126-003422-x-17dc.at-least-once.in-0: isr: [] -> [1]",
+        presenter=presenter,
+    )
+
+
+def test_a_quoted_log_line_stays_verbatim_and_the_projector_names_no_topic():
+    from streamlit.testing.v1 import AppTest
+
+    normal = AppTest.from_function(evidence_page, kwargs={"presenter": False}).run()
+    projector = AppTest.from_function(evidence_page, kwargs={"presenter": True}).run()
+    # Kafka's own line in a code block, its lists as Kafka wrote them (not "nodes ...").
+    assert normal.code[0].value.endswith("isr: [] -> [1]")
+    assert normal.markdown[1].value == "- Node 2 logged:"
+    assert "lab.20261126-003422-x-17dc.at-least-once.in-0" in normal.code[0].value
+    # The contrast: on the projector, no topic name, in the sentence or in the quote.
+    shown = " ".join([m.value for m in projector.markdown] + [c.value for c in projector.code])
+    assert "lab.2026" not in shown
+    assert "its copy of the level's topic was deleted" in shown

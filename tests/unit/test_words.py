@@ -166,3 +166,30 @@ def test_the_raw_name_follows_in_small_type():
     assert said.markdown().endswith(":small[`commit_gap`]")
     assert words.Said("x", "x").text() == "x"  # no name twice
     assert words.nodes_words([]) == "none" and words.nodes_words([1, 3]) == "nodes 1 and 3"
+
+
+def test_raw_codes_in_a_recorded_sentence_are_said_in_the_rooms_words():
+    """A run recorded before the evidence was said in words still shows no bare code."""
+    from engine.words import room_words
+
+    old = (
+        "Node 1 answered 2 Produce requests with REQUEST_TIMED_OUT, after 3028.8 ms; the "
+        "processor was fenced: _FATAL (Fatal error: Broker: Static consumer fenced)."
+    )
+    said = room_words(old)
+    assert "with the broker timed out (for a write: waiting for its replicas)" in said
+    assert ":small[`REQUEST_TIMED_OUT`]" in said
+    # librdkafka's generic _FATAL is said from its reason, which follows in small type.
+    assert "fenced: a newer instance" in said
+    assert ":small[`_FATAL` Fatal error: Broker: Static consumer fenced]" in said
+    outside_small = re.sub(r":small\[[^\]]*\]", "", said)
+    assert "REQUEST_TIMED_OUT" not in outside_small and "_FATAL" not in outside_small
+    # The contrast: the sentence as recorded has them in plain type.
+    assert "REQUEST_TIMED_OUT" in old and "_FATAL" in old
+    # Replica sets printed as lists, as isr-shrink's evidence was.
+    assert room_words("in-sync replicas [1, 3], eligible leader replicas []") == (
+        "in-sync replicas nodes 1 and 3, eligible leader replicas none"
+    )
+    # Already said (the code in code type after its words): left as it is.
+    current = "too few in-sync replicas :small[`NOT_ENOUGH_REPLICAS`]"
+    assert room_words(current) == current

@@ -1,0 +1,339 @@
+"""A walk over every page of the dashboard, as a teacher would show it to a room.
+
+Chromium at 1920x1080 and at 150% zoom of that screen (a 1280x720 CSS viewport at 1.5 device
+pixels), in normal and projector view. Each page is looked at after its main action: a live
+run in the Failure lab (ack-loss, consumer-crash), every scenario's real recorded run
+(tests/data/recorded/runs/, drawn by Replay with the Failure lab's view: pages/_run_view.py),
+a free-play strike, Spark's metrics, a compaction, a zombie run, a lesson step. A screen
+fails on what tests/e2e/walk_checks.py finds: a traceback, an internal word, a "None" cell,
+a title broken mid-word, or the page's key number outside the first screen.
+
+Every check waits for what it checks. Screenshots, one per page and size (and one per
+scenario whose screen failed), go to artifacts/walk/, which CI keeps.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import expect
+
+from engine import paths
+from engine.dashboard import serve_dashboard
+from engine.scenario import list_scenarios, load_scenario
+from tests.data.record import unpack_runs
+from tests.e2e.walk_checks import KeyNumber, screen_defects
+
+# A page's main action on a loaded 2-core machine (a live run, Spark's first job) can take
+# minutes; the suite's 300 s per test is for one check, not a walk.
+pytestmark = [pytest.mark.kafka, pytest.mark.timeout(900)]
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+ARTIFACTS = paths.REPO_ROOT / "artifacts" / "walk"
+
+
+@dataclass(frozen=True)
+class Size:
+    name: str
+    width: int
+    height: int
+    scale: float
+
+
+SIZES = [Size("1080p", 1920, 1080, 1.0), Size("150pct", 1280, 720, 1.5)]
+SIZE_IDS = [s.name for s in SIZES]
+RUN_NUMBER = KeyNumber(".lab-card .lab-number", "the first result number")
+WAIT_MS = 240_000  # a loaded 2-core machine draws late
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory) -> tuple[str, dict[str, str]]:
+    """A runs folder holding every scenario's recorded run: (folder, {scenario: run id})."""
+    state = tmp_path_factory.mktemp("walk")
+    return str(state), unpack_runs(state / "runs")
+
+
+@pytest.fixture(scope="module")
+def dashboard(recorded, pytestconfig) -> Iterator[str]:
+    if CHROMIUM is None:
+        pytest.fail("Chromium is installed by `./lab test` (Debian package chromium)")
+    state, _ = recorded
+    env = {
+        **os.environ,
+        "LAB_STATE_DIR": f"{state}/state",
+        "LAB_RUNS_DIR": f"{state}/runs",
+        "LAB_AUTOSTART": "1",
+        "LAB_SPARK_AUTOSTART": "1",  # the Metrics page computes with it
+    }
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    server, url = serve_dashboard(env)
+    try:
+        yield url
+    finally:
+        server.terminate()
+        server.wait(60)
+        reporter = pytestconfig.pluginmanager.getplugin("terminalreporter")
+        if reporter is not None:
+            reporter.write_line(f"\nThe page walk's screenshots: {ARTIFACTS}")
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(
+            executable_path=CHROMIUM,
+            args=["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-sync"],
+        )
+        yield browser
+        browser.close()
+
+
+def open_tab(browser, size: Size):
+    context = browser.new_context(
+        viewport={"width": size.width, "height": size.height}, device_scale_factor=size.scale
+    )
+    tab = context.new_page()
+    tab.set_default_timeout(WAIT_MS)
+    expect.set_options(timeout=WAIT_MS)
+    return context, tab
+
+
+def address(url: str, path: str, *, projector: bool, query: str = "") -> str:
+    params = [p for p in (query, "presenter=1" if projector else "presenter=0") if p]
+    return f"{url}/{path}?{'&'.join(params)}"
+
+
+def cluster_ready(tab) -> None:
+    tab.get_by_text("node 1: running").first.wait_for(state="attached")
+
+
+def shoot(tab, name: str) -> None:
+    print(f"screenshot: {ARTIFACTS / name}")
+    tab.screenshot(path=str(ARTIFACTS / name))
+
+
+def report(defects: dict[str, list[str]]) -> str:
+    return "\n".join(f"{where}:\n  " + "\n  ".join(found) for where, found in defects.items())
+
+
+# ---- Replay: every scenario's recorded run, both views ------------------------------------
+
+
+def replay_label(state: str, run_id: str) -> str:
+    """The run's name in Replay's picker (pages/replay.py's label), from its run.json."""
+    meta = json.loads((Path(state) / "runs" / run_id / "run.json").read_text())
+    when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(meta["started_at"]))
+    return f"{meta['scenario']} · {when} · {meta['status']}"
+
+
+def pick_run(tab, label: str) -> None:
+    """Choose a run in Replay's picker as a person does: type its name, click it."""
+    picker = tab.get_by_role("combobox", name="Run")
+    picker.click()
+    picker.fill(label)
+    tab.get_by_role("option", name=label, exact=True).click()
+
+
+@pytest.mark.timeout(1800)
+@pytest.mark.parametrize("projector", [False, True], ids=["normal", "projector"])
+@pytest.mark.parametrize("size", SIZES, ids=SIZE_IDS)
+def test_every_recorded_scenario_reads_cleanly(browser, dashboard, recorded, size, projector):
+    state, runs = recorded
+    view = "projector" if projector else "normal"
+    context, tab = open_tab(browser, size)
+    defects: dict[str, list[str]] = {}
+    began = time.monotonic()
+    try:
+        first = next(iter(runs.values()))
+        tab.goto(address(dashboard, "replay", projector=projector, query=f"run={first}"))
+        for scenario, run_id in runs.items():
+            if run_id != first:  # in the same session: a person's next pick, not a new tab
+                pick_run(tab, replay_label(state, run_id))
+            caption = tab.get_by_text(f"scenario {scenario} ·", exact=False).first
+            expect(caption).to_be_attached()
+            tab.locator(".lab-card").first.wait_for()
+            tab.locator(".js-plotly-plot").first.wait_for(state="attached")
+            found = screen_defects(tab, projector=projector, key=RUN_NUMBER)
+            if found:
+                defects[scenario] = found
+                shoot(tab, f"replay-{scenario}-{size.name}-{view}.png")
+        shoot(tab, f"replay-{size.name}-{view}.png")
+    finally:
+        context.close()
+    print(f"{len(runs)} recorded runs at {size.name}, {view}: {time.monotonic() - began:.0f} s")
+    assert not defects, report(defects)
+
+
+# ---- Failure lab: a live run ------------------------------------------------------------
+
+LIVE = [
+    ("ack-loss", SIZES[0], False),
+    ("ack-loss", SIZES[1], True),
+    ("consumer-crash", SIZES[0], True),
+    ("consumer-crash", SIZES[1], False),
+]
+
+
+@pytest.mark.parametrize(
+    ("scenario", "size", "projector"),
+    LIVE,
+    ids=[f"{n}-{s.name}-{'projector' if p else 'normal'}" for n, s, p in LIVE],
+)
+def test_a_live_run_ends_with_its_numbers_on_the_first_screen(
+    browser, dashboard, scenario, size, projector
+):
+    context, tab = open_tab(browser, size)
+    try:
+        tab.goto(address(dashboard, "failure_lab", projector=projector))
+        run = tab.get_by_role("button", name="▶ Run")
+        expect(run).to_be_enabled()  # the cluster is up
+        if scenario != "ack-loss":
+            tab.get_by_role("combobox", name="Scenario").click()
+            tab.get_by_role("option", name=scenario, exact=True).click()
+            title = load_scenario(list_scenarios()[scenario]).title
+            tab.get_by_role("heading", name=title).wait_for()
+        run.click()
+        tab.get_by_text("Done:").first.wait_for()
+        tab.locator(".lab-card").first.wait_for()
+        defects = screen_defects(tab, projector=projector, key=RUN_NUMBER)
+        view = "projector" if projector else "normal"
+        shoot(tab, f"failure-lab-{scenario}-{size.name}-{view}.png")
+    finally:
+        context.close()
+    assert not defects, report({scenario: defects})
+
+
+# ---- Every other page, after its main action --------------------------------------------
+
+
+def no_action(tab) -> None:
+    """A page to read: nothing to press."""
+
+
+def start_and_strike(tab) -> None:
+    """Free play: start the stream, strike the first fault, look while it runs, then stop."""
+    tab.get_by_role("button", name="▶ Start free play").click()
+    strike = tab.locator("[class*='st-key-fp_strike_'] button").first
+    expect(strike).to_be_enabled()
+    strike.click()
+    tab.locator("[data-testid='stTable']").first.wait_for()
+
+
+def stop_free_play(tab) -> None:
+    stop = tab.get_by_role("button", name="⏹ Stop")
+    if stop.count() and stop.is_enabled():
+        stop.click()
+        tab.get_by_text("Free play ended").wait_for()
+
+
+def spark_counts(tab) -> None:
+    tab.get_by_text("Spark's counts equal the engine's checker").wait_for()
+
+
+def zombie_run(tab) -> None:
+    tab.get_by_role("button", name="▶ Run the zombie scenario (exactly-once)").click()
+    tab.get_by_text("Done:").first.wait_for()
+    tab.get_by_text("Fencing worked").first.wait_for()
+
+
+def compaction(tab) -> None:
+    tab.get_by_role("button", name="Write, roll, and wait for the cleaner").click()
+    tab.locator("[data-testid='stMetric']", has_text="Records removed").wait_for()
+
+
+def lesson_step(tab) -> None:
+    tab.get_by_role("radiogroup").locator("label").first.click()
+    tab.get_by_role("button", name="Lock in the prediction").click()
+    tab.get_by_role("button", name="▶ Run the scenario").click()
+    tab.get_by_role("heading", name="3 · Explain").wait_for()
+
+
+@dataclass(frozen=True)
+class Walk:
+    path: str
+    heading: str
+    act: Callable
+    key: KeyNumber
+    needs_cluster: bool = True
+    after: Callable = no_action
+
+
+PAGES = {
+    "home": Walk(
+        "",
+        "Kafka failure lab",
+        no_action,
+        KeyNumber("[data-testid='stColumn'] h3", "the first guarantee's card"),
+        needs_cluster=False,
+    ),
+    "free-play": Walk(
+        "free_play",
+        "Free play",
+        start_and_strike,
+        KeyNumber("[data-testid='stTable']", "the live counts"),
+        after=stop_free_play,
+    ),
+    "metrics": Walk(
+        "metrics",
+        "Metrics",
+        spark_counts,
+        KeyNumber("[data-testid='stDataFrame']", "Spark's counts"),
+        needs_cluster=False,
+    ),
+    "cost": Walk(
+        "cost",
+        "Cost of guarantees",
+        no_action,
+        KeyNumber(
+            "[data-testid='stMarkdownContainer'] table tbody tr",
+            "what the first guarantee costs here (the claims table's first row)",
+        ),
+        needs_cluster=False,
+    ),
+    "zombie": Walk(
+        "zombie",
+        "Zombie fencing",
+        zombie_run,
+        KeyNumber("[data-testid='stMetric']", "the rejected writes", "Rejected"),
+    ),
+    "log-views": Walk(
+        "log_views",
+        "Log views",
+        compaction,
+        KeyNumber("[data-testid='stMetric']", "compaction's after-numbers", "Records removed"),
+    ),
+    "lesson": Walk(
+        "lesson",
+        "Delivery guarantees",
+        lesson_step,
+        KeyNumber("[data-testid='stMetric']", "the lesson's answer", " at "),
+    ),
+}
+
+
+@pytest.mark.parametrize("size", SIZES, ids=SIZE_IDS)
+@pytest.mark.parametrize("page", list(PAGES))
+def test_every_page_after_its_main_action(browser, dashboard, page, size):
+    walk = PAGES[page]
+    context, tab = open_tab(browser, size)
+    try:
+        tab.goto(address(dashboard, walk.path, projector=False))
+        tab.get_by_role("heading", name=walk.heading).first.wait_for()
+        if walk.needs_cluster:
+            cluster_ready(tab)
+        walk.act(tab)
+        defects = screen_defects(tab, projector=False, key=walk.key)
+        shoot(tab, f"{page}-{size.name}.png")
+        walk.after(tab)
+    finally:
+        context.close()
+    assert not defects, report({page: defects})
