@@ -11,7 +11,11 @@ from engine import logs
 from engine.cluster import Cluster
 from pages._log_common import no_none, not_ready, table
 from pages._roles import is_presenter, require_presenter
+from pages._run_view import scroll_to_key
 from pages._shared import show_error
+
+# The block holding a compaction's result, scrolled to after the action.
+COMPACTION_KEY = "compaction-result"
 
 STATUS_COLORS = {
     "removed": "#ffcdd2",
@@ -103,6 +107,7 @@ def compaction_tab(cluster: Cluster | None) -> None:
     timeout = c5.number_input("Wait for the cleaner at most (s)", 5, 600, 60, 5)
     wait_tombs = c6.checkbox("Wait until tombstones are removed too", value=True)
 
+    fresh = False
     if cluster is None:
         not_ready()
     elif not is_presenter():
@@ -129,11 +134,15 @@ def compaction_tab(cluster: Cluster | None) -> None:
                 status.update(label="Done", state="complete", expanded=False)
             st.session_state["logs_compaction"] = result
             st.session_state["logs_last_topic"] = result.topic
+            fresh = True
         except Exception as exc:
             show_error(exc)
     result: logs.CompactionResult | None = st.session_state.get("logs_compaction")
     if result is not None:
-        show_compaction(result)
+        with st.container(key=COMPACTION_KEY):
+            show_compaction(result)
+        if fresh:  # the after-numbers on the first screen, once, right after the action
+            scroll_to_key(COMPACTION_KEY)
 
 
 def show_compaction(result: logs.CompactionResult) -> None:

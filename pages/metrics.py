@@ -30,6 +30,7 @@ from pages._run_view import (
     failing_level,
     readable_verdicts,
     render_verdicts,
+    scroll_to_key,
     verdicts_in_words,
 )
 from pages._shared import require_app, show_error
@@ -37,6 +38,8 @@ from pages._spark import SparkService, spark_service
 
 require_app()
 
+# The block holding Spark's counts, brought to the first screen once per computed version.
+COUNTS_KEY = "metrics-counts"
 THROUGHPUT_HELP = (
     "Messages whose latency was measured (delivered and seen by the sink), counted in the "
     "time bucket in which the sink first saw them. The width of a level's buckets comes from "
@@ -170,8 +173,15 @@ def render(meta: dict[str, Any], version: float, metrics: dict[str, Any]) -> Non
         )
 
     run_id, levels = meta["run_id"], tuple(results)
-    st.subheader("Duplicates, losses, reorders")
-    draw_damage(run_id, version, levels)
+    with st.container(key=COUNTS_KEY):
+        st.subheader("Duplicates, losses, reorders")
+        draw_damage(run_id, version, levels)
+    # Spark's counts on the first screen, once per computed version (at 150% the page walk
+    # found them below it, under the picker and the agreement line).
+    scrolled: set[tuple[str, float]] = st.session_state.setdefault("_metrics_scrolled", set())
+    if (run_id, version) not in scrolled:
+        scrolled.add((run_id, version))
+        scroll_to_key(COUNTS_KEY)
 
     st.subheader("End-to-end latency", help=LATENCY_DEFINITION)
     log_x = st.toggle("Logarithmic time axis", key="metrics_log_x")
