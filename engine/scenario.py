@@ -138,6 +138,19 @@ class Scenario(_Strict):
         batches = -(-workload.messages // workload.commit_every)
         for fault in self.faults:
             when = fault.when
+            # A transactional producer's k-th transaction step needs k transactions.
+            if (
+                when.process == "producer"
+                and when.event in ("txn_begin", "txn_flushed", "txn_commit")
+                and when.count > batches
+            ):
+                return (
+                    f"With {workload.messages} messages and {workload.commit_every} per "
+                    f"transaction the producer writes {batches} transaction(s), and the "
+                    f"{fault.kind} happens in transaction {when.count}: it would never happen. "
+                    f"Use at least {(when.count - 1) * workload.commit_every + 1} messages, or "
+                    "fewer per transaction."
+                )
             if when.event is None or when.process != "processor":
                 continue
             if when.event in ("commit_gap", "auto_committed") and when.count > batches:

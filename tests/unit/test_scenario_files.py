@@ -175,6 +175,11 @@ def test_settings_that_cannot_reach_the_fault_are_refused_with_the_reason():
     aborted = load_scenario(list_scenarios()["aborted-transaction"])
     assert "nothing would be aborted" in (at(aborted, commit_every=25).cannot_teach() or "")
     assert at(aborted, commit_every=20).cannot_teach() is None
+    # The producer stalls in its third transaction: 15 messages at 10 per transaction make two.
+    stall = load_scenario(list_scenarios()["transaction-timeout"])
+    reason = at(stall, commit_every=10).cannot_teach() or ""
+    assert "writes 2 transaction(s)" in reason and "Use at least 21 messages" in reason
+    assert at(stall, commit_every=5).cannot_teach() is None
     # The second OffsetCommit (EndTxn) is lost: 20 messages at 20 per commit send one.
     for name, request in (
         ("commit-request-lost", "OffsetCommit"),
