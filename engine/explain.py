@@ -246,7 +246,7 @@ def explain(
         stopped = [
             f"{e.get('proc')} ({e.get('error') or e.get('ev')})"
             for e in history
-            if e.get("ev") in ("fenced", "error", "hung")
+            if e.get("ev") in ("fenced", "error")
             and e.get("proc", "").startswith(("producer", "source"))
         ]
         out.why.append(

@@ -17,52 +17,54 @@ import re
 from dataclasses import dataclass
 from html import escape
 
+from engine.events import Event
+
 # What each process writes to its history (`ev`), as the room says it.
-EVENT_WORDS: dict[str, str] = {
-    # the runner, as the run ends
-    "group_committed": "the processor group's committed offset, read as the run ended",
+EVENT_WORDS: dict[Event, str] = {
+    # the level run, as the run ends (engine.level_run)
+    Event.GROUP_COMMITTED: "the processor group's committed offset, read as the run ended",
     # every role
-    "start": "started",
-    "done": "finished",
-    "error": "stopped on an error",
-    "fenced": "fenced: refused as an out-of-date instance",
-    "failpoint_reached": "stopped itself at the fault point",
+    Event.START: "started",
+    Event.DONE: "finished",
+    Event.ERROR: "stopped on an error",
+    Event.FENCED: "fenced: refused as an out-of-date instance",
+    Event.FAILPOINT_REACHED: "stopped itself at the fault point",
     # the producer (and the source that writes a processor's input)
-    "ready": "connected, ready to send",
-    "send": "sent",
-    "ack": "acknowledged by the broker",
-    "fail": "given up by the producer",
-    "resume": "back after a restart, sending what is left",
-    "restart": "a new producer, started by the application after fencing",
-    "txn_init": "transactions set up (a new epoch for its id)",
-    "txn_begin": "transaction begun",
-    "txn_flushed": "transaction's records written, not yet committed",
-    "txn_open": "transaction held open",
-    "txn_commit": "transaction committed",
-    "txn_abort": "transaction aborted",
-    "txn_commit_unknown": "commit sent, its outcome unknown",
+    Event.READY: "connected, ready to send",
+    Event.SEND: "sent",
+    Event.ACK: "acknowledged by the broker",
+    Event.FAIL: "given up by the producer",
+    Event.RESUME: "back after a restart, sending what is left",
+    Event.RESTART: "a new producer, started by the application after fencing",
+    Event.TXN_INIT: "transactions set up (a new epoch for its id)",
+    Event.TXN_BEGIN: "transaction begun",
+    Event.TXN_FLUSHED: "transaction's records written, not yet committed",
+    Event.TXN_OPEN: "transaction held open",
+    Event.TXN_COMMIT: "transaction committed",
+    Event.TXN_ABORT: "transaction aborted",
+    Event.TXN_COMMIT_UNKNOWN: "commit sent, its outcome unknown",
     # the processor
-    "assigned": "partitions assigned",
-    "revoked": "partitions taken away (a rebalance)",
-    "partitions_lost": "partitions lost (dropped from the group)",
-    "consumed": "read",
-    "idle": "idle: nothing new to read",
-    "output_acked": "output written",
-    "output_failed": "output could not be written",
-    "batch_failed": "batch failed; it is read again",
-    "committed": "input offsets committed",
+    Event.ASSIGNED: "partitions assigned",
+    Event.REVOKED: "partitions taken away (a rebalance)",
+    Event.PARTITIONS_LOST: "partitions lost (dropped from the group)",
+    Event.CONSUMED: "read",
+    Event.IDLE: "idle: nothing new to read",
+    Event.OUTPUT_ACKED: "output written",
+    Event.OUTPUT_FAILED: "output could not be written",
+    Event.BATCH_FAILED: "batch failed; it is read again",
+    Event.COMMITTED: "input offsets committed",
     # the moment a batch is exposed: what is done differs by commit mode (its `state` says)
-    "commit_gap": "outputs and input offsets out of step",
-    "commit_rejected": "offset commit refused",
-    "auto_committed": "offsets committed by the auto-commit timer",
-    "txn_commit_retry": "transaction commit retried",
-    "txn_send_offsets_retry": "offsets into the transaction retried",
+    Event.COMMIT_GAP: "outputs and input offsets out of step",
+    Event.COMMIT_REJECTED: "offset commit refused",
+    Event.AUTO_COMMITTED: "offsets committed by the auto-commit timer",
+    Event.TXN_COMMIT_RETRY: "transaction commit retried",
+    Event.TXN_SEND_OFFSETS_RETRY: "offsets into the transaction retried",
     # the sink with an idempotency key
-    "effect_applied": "applied to the database",
-    "effect_skipped": "already in the database: skipped",
+    Event.EFFECT_APPLIED: "applied to the database",
+    Event.EFFECT_SKIPPED: "already in the database: skipped",
     # the nemesis and the fault proxy, as history lines (their `kind` says more)
-    "nemesis": "fault",
-    "proxy": "fault proxy",
+    Event.NEMESIS: "fault",
+    Event.PROXY: "fault proxy",
 }
 
 # Event names made with an f-string in the roles: the template, and every name it makes.
@@ -238,6 +240,8 @@ def error_words(code: str | None, reason: str | None = None) -> str:
         return "no error"
     code = code.split(" ", 1)[0]  # "_FATAL (Fatal error: ...)" as some lines carry it
     text = (reason or "").lower()
+    if code == "_FATAL" and ("static consumer fenced" in text or "group.instance.id" in text):
+        return ERROR_WORDS["FENCED_INSTANCE_ID"]  # the group fenced a consumer, not an epoch
     if code == "_FATAL" and ("fenced" in text or "epoch" in text):
         return ERROR_WORDS["_FENCED"]
     return ERROR_WORDS.get(code) or from_name(code)

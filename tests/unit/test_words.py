@@ -23,6 +23,7 @@ HISTORY_WRITERS = [
     ENGINE / "failpoints.py",
     ENGINE / "nemesis.py",
     ENGINE / "runner.py",
+    ENGINE / "level_run.py",
     ENGINE / "freeplay.py",
 ]
 FAULT_RECORDERS = [
@@ -180,7 +181,7 @@ def test_raw_codes_in_a_recorded_sentence_are_said_in_the_rooms_words():
     assert "with the broker timed out (for a write: waiting for its replicas)" in said
     assert ":small[`REQUEST_TIMED_OUT`]" in said
     # librdkafka's generic _FATAL is said from its reason, which follows in small type.
-    assert "fenced: a newer instance" in said
+    assert "fenced: a newer member with the same instance id joined the group" in said
     assert ":small[`_FATAL` Fatal error: Broker: Static consumer fenced]" in said
     outside_small = re.sub(r":small\[[^\]]*\]", "", said)
     assert "REQUEST_TIMED_OUT" not in outside_small and "_FATAL" not in outside_small

@@ -1,0 +1,60 @@
+"""Every event a history line can carry (its `ev`), in one place.
+
+The roles, the fault points, the nemesis and the level run write these; the checker, the
+judge, the explainer, the live view and the pages read them. `Event` is a StrEnum, so a
+member equals its name as read back from a JSON history line (`Event.SEND == "send"`).
+The room's words for each are engine/words.py's EVENT_WORDS, keyed by these members.
+tests/unit/test_events.py reads the code: every event written and every event name a
+reader compares against is a member here, so a new or misspelt name fails there.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class Event(StrEnum):
+    # the level run, as the run ends (engine.level_run)
+    GROUP_COMMITTED = "group_committed"
+    # every role
+    START = "start"
+    DONE = "done"
+    ERROR = "error"
+    FENCED = "fenced"
+    FAILPOINT_REACHED = "failpoint_reached"
+    # the producer (and the source that writes a processor's input)
+    READY = "ready"
+    SEND = "send"
+    ACK = "ack"
+    FAIL = "fail"
+    RESUME = "resume"
+    RESTART = "restart"
+    TXN_INIT = "txn_init"
+    TXN_BEGIN = "txn_begin"
+    TXN_FLUSHED = "txn_flushed"
+    TXN_OPEN = "txn_open"
+    TXN_COMMIT = "txn_commit"
+    TXN_ABORT = "txn_abort"
+    TXN_COMMIT_UNKNOWN = "txn_commit_unknown"
+    # the processor
+    ASSIGNED = "assigned"
+    REVOKED = "revoked"
+    PARTITIONS_LOST = "partitions_lost"
+    CONSUMED = "consumed"
+    IDLE = "idle"
+    OUTPUT_ACKED = "output_acked"
+    OUTPUT_FAILED = "output_failed"
+    BATCH_FAILED = "batch_failed"
+    COMMITTED = "committed"
+    # the moment a batch is exposed: what is done differs by commit mode (its `state` says)
+    COMMIT_GAP = "commit_gap"
+    COMMIT_REJECTED = "commit_rejected"
+    AUTO_COMMITTED = "auto_committed"
+    TXN_COMMIT_RETRY = "txn_commit_retry"
+    TXN_SEND_OFFSETS_RETRY = "txn_send_offsets_retry"
+    # the sink with an idempotency key
+    EFFECT_APPLIED = "effect_applied"
+    EFFECT_SKIPPED = "effect_skipped"
+    # the nemesis and the fault proxy, as history lines (their `kind` says more)
+    NEMESIS = "nemesis"
+    PROXY = "proxy"

@@ -1,0 +1,73 @@
+"""The events are one enum (engine/events.py): every name written and every name a reader
+compares against is a member, and every member has the room's words.
+
+Found by reading the code, as test_words does for the writers: a reader that compares `ev`
+with a misspelt or undeclared name fails here instead of silently never matching.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from engine import paths
+from engine.events import Event
+from engine.words import EVENT_TEMPLATES, EVENT_WORDS
+from tests.unit.test_words import history_events
+
+ROOT = paths.REPO_ROOT
+READERS = [*sorted((ROOT / "engine").rglob("*.py")), *sorted((ROOT / "pages").glob("*.py"))]
+
+
+def is_ev(node: ast.AST) -> bool:
+    """`ev`, `x.get("ev")` or `x["ev"]`: an event's name read from a history line."""
+    if isinstance(node, ast.Name):
+        return node.id == "ev"
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+        return node.func.attr == "get" and bool(node.args) and _is_text(node.args[0], "ev")
+    if isinstance(node, ast.Subscript):
+        return _is_text(node.slice, "ev")
+    return False
+
+
+def _is_text(node: ast.AST, text: str) -> bool:
+    return isinstance(node, ast.Constant) and node.value == text
+
+
+def compared_names(source: str) -> set[str]:
+    """Every string an event's name is compared with (==, !=, in, not in) in `source`."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, ast.Compare) or not is_ev(node.left):
+            continue
+        for other in node.comparators:
+            items = other.elts if isinstance(other, ast.Tuple | ast.List | ast.Set) else [other]
+            found |= {
+                i.value for i in items if isinstance(i, ast.Constant) and isinstance(i.value, str)
+            }
+    return found
+
+
+def test_every_event_written_is_a_member():
+    made = {name for names in EVENT_TEMPLATES.values() for name in names}
+    assert history_events() | made <= set(Event)
+
+
+def test_every_member_has_the_rooms_words_and_nothing_else_does():
+    assert set(EVENT_WORDS) == set(Event)
+
+
+def test_every_name_a_reader_compares_with_is_a_member():
+    unknown = {
+        f"{path.relative_to(ROOT)}: {name}"
+        for path in READERS
+        for name in compared_names(path.read_text())
+        if name not in set(Event)
+    }
+    assert not unknown, sorted(unknown)
+
+
+def test_the_reader_scan_finds_names_and_a_misspelt_one_fails():
+    checker = (ROOT / "engine" / "checker.py").read_text()
+    assert {"send", "ack", "fail", "fenced"} <= compared_names(checker)
+    misspelt = 'if event.get("ev") == "sned" or ev in ("ack", "fial"):\n    pass\n'
+    assert compared_names(misspelt) - set(Event) == {"sned", "fial"}
