@@ -347,6 +347,9 @@ def explain(
         resumed=resumed,
         late=late_writes,
         replaced=replaced,
+        group_fenced=any(
+            e.get("ev") == "fenced" and e.get("by") == "group coordinator" for e in history
+        ),
         aborted_under=[
             i
             for e in history
@@ -648,6 +651,7 @@ def headline(
     late: list[int],
     aborted_under: list[int] | None = None,
     replaced: bool = True,
+    group_fenced: bool = False,
 ) -> str:
     """The level's verdict in one sentence, from the worst count the run shows."""
     if counts.duplicates and duplicated:
@@ -684,7 +688,7 @@ def headline(
         sentence += f"; {counts.not_processed} not processed yet"
     if aborted_under:  # the producer's commit failed: its transaction was aborted under it
         sentence += f"; {ids_phrase(aborted_under)} aborted with their transaction"
-    elif counts.fenced and replaced:
+    elif counts.fenced and (replaced or group_fenced):
         sentence += f"; {plural(counts.fenced, 'zombie write')} fenced"
     elif counts.fenced:  # nobody replaced it: the coordinator's timeout abort bumped the epoch
         sentence += "; fenced after its transaction outlived its timeout"

@@ -416,3 +416,21 @@ def test_a_transactional_zombie_acknowledged_after_waking_wrote_into_its_aborted
     # Without a transaction the same history is a write nothing stopped.
     why = explain("at-least-once", "processor", history, counts, verdicts)
     assert any("wrote ids 1 before it stopped" in e for e in why.evidence)
+
+
+def test_a_fence_without_a_replacement_is_said_by_its_cause():
+    """No other instance ran: a transaction coordinator's fence is the timed-out abort's; a
+    group coordinator's is its static member's old session (said as a zombie write)."""
+    stored = [StoredRecord(0, i, i) for i in range(2)]
+
+    def said(by: str) -> str:
+        history = [
+            {"t": 1.0, "proc": "processor", "ev": "fenced", "error": "_FENCED", "by": by},
+        ]
+        verdicts, counts = check(ledger=range(2), history=history, stored=stored)
+        return explain("exactly-once", "processor", history, counts, verdicts).headline
+
+    assert said("transaction coordinator").endswith(
+        "fenced after its transaction outlived its timeout"
+    )
+    assert said("group coordinator").endswith("1 zombie write fenced")
