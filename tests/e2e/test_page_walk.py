@@ -274,7 +274,13 @@ PAGES = {
         "",
         "Kafka failure lab",
         no_action,
-        KeyNumber("[data-testid='stColumn'] h3", "the first guarantee's card"),
+        # The home page opens on where to start (the first lesson, its length and nodes);
+        # the guarantee cards follow it.
+        KeyNumber(
+            "[data-testid='stMarkdownContainer'] p",
+            "where to start: the first lesson's length and nodes",
+            "minutes",
+        ),
         needs_cluster=False,
     ),
     "free-play": Walk(
