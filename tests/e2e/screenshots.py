@@ -146,9 +146,11 @@ def free_play(browser, url: str) -> None:
     tab = new_tab(browser, url, "free_play")
     tab.get_by_role("button", name="▶ Start free play").click()
     strikes = tab.locator("[class*='st-key-fp_strike_'] button")
-    expect(strikes.first).to_be_enabled()
-    for index in (0, 1):  # the first two strikes, in the order the page draws them
-        strikes.nth(index).click()
+    expect(strikes.first).to_be_enabled(timeout=120_000)  # the stream has started
+    for _ in range(2):  # the first two strikes the page offers now, in its order
+        enabled = tab.locator("[class*='st-key-fp_strike_'] button:enabled").first
+        expect(enabled).to_be_visible(timeout=60_000)
+        enabled.click()
         tab.wait_for_timeout(3000)  # a person's pause between two strikes, for the picture
     tab.locator("[data-testid='stTable']").first.wait_for()
     tab.screenshot(path=str(OUT / "free-play.png"))
