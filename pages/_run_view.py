@@ -131,6 +131,9 @@ def scroll_to_key(key: str) -> None:
     Streamlit has no scrolling call; a zero-height component's script (same origin) scrolls
     its parent page. The block's CSS gives it room below Streamlit's header bar.
     """
+    # Room below Streamlit's header bar, so that the block's own heading is not under it.
+    margin = f"<style>.st-key-{key} {{ scroll-margin-top: 4.5rem; }}</style>"
+    st.markdown(margin, unsafe_allow_html=True)
     components.html(SCROLL_SCRIPT % key, height=0)
 
 
