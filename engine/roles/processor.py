@@ -431,9 +431,10 @@ def run(spec: dict[str, Any]) -> int:
                 processor.loop()
                 break
             except KafkaException as exc:
-                if not restartable(exc, processor, restart):
+                fence = restartable_fence(exc, processor, restart)
+                if fence is None:
                     raise
-                producer = restart_producer(processor, pconf, exc)
+                producer = restart_producer(processor, pconf, fence)
         history.write("done")
         return 0
     except HungCallError as exc:
@@ -443,13 +444,8 @@ def run(spec: dict[str, Any]) -> int:
         os._exit(HUNG_EXIT)
     except KafkaException as exc:
         kind, error = fatal.classify(exc.args[0], producer)
-        by = (
-            "group coordinator"
-            if error.code() == KafkaError.FENCED_INSTANCE_ID or "group.instance.id" in error.str()
-            else "transaction coordinator"
-        )
         if kind == "fenced":
-            history.write(kind, error=error.name(), reason=error.str(), by=by)
+            history.write(kind, error=error.name(), reason=error.str(), by=fenced_by(error))
         else:
             history.write(kind, error=error.name(), reason=error.str())
         return 3
@@ -457,27 +453,36 @@ def run(spec: dict[str, Any]) -> int:
         consumer.close()
 
 
-def restartable(exc: KafkaException, processor: Processor, restarts: int) -> bool:
-    """A transactional processor fenced by its transaction coordinator while it still owns
-    its transactional.id (nobody replaced it: its own transaction timed out) may go on with
-    a new producer; a fence by its group (a newer member) or by a newer instance may not."""
+def fenced_by(error: KafkaError) -> str:
+    """Who fenced this instance: its group (a static member's id) or its transaction
+    coordinator (the transactional id's epoch)."""
+    if error.code() == KafkaError.FENCED_INSTANCE_ID or "group.instance.id" in error.str():
+        return "group coordinator"
+    return "transaction coordinator"
+
+
+def restartable_fence(
+    exc: KafkaException, processor: Processor, restarts: int
+) -> KafkaError | None:
+    """The fence to restart after, or None. A transactional processor fenced by its
+    transaction coordinator while it still owns its transactional.id (nobody replaced it:
+    its own transaction timed out) may go on with a new producer; a fence by its group (a
+    newer member) or by a newer instance may not."""
     if processor.mode != "transactional" or restarts >= MAX_RESTARTS:
-        return False
+        return None
     kind, error = processor.fatal.classify(exc.args[0], processor.producer)
-    group_fence = (
-        error.code() == KafkaError.FENCED_INSTANCE_ID or "group.instance.id" in error.str()
-    )
-    return kind == "fenced" and not group_fence and still_owner(processor.spec, processor.spec)
+    if kind != "fenced" or fenced_by(error) != "transaction coordinator":
+        return None
+    return error if still_owner(processor.spec, processor.spec) else None
 
 
-def restart_producer(processor: Processor, pconf: dict[str, Any], exc: KafkaException) -> Producer:
+def restart_producer(processor: Processor, pconf: dict[str, Any], fence: KafkaError) -> Producer:
     """The application's choice, as a real one would make it: librdkafka's fenced producer
     can do nothing more, so start a new one with the same transactional.id (its
     init_transactions takes the next epoch) and read again from the group's committed
     offsets, since nothing of the aborted transaction counts."""
     history, spec = processor.history, processor.spec
-    _, error = processor.fatal.classify(exc.args[0], processor.producer)
-    history.write("fenced", error=error.name(), reason=error.str(), by="transaction coordinator")
+    history.write("fenced", error=fence.name(), reason=fence.str(), by=fenced_by(fence))
     processor.fatal.errors.clear()  # the consumer shares the callback: start afresh
     producer = Producer(pconf)
     history.write("restart", by="the application", transactional_id=spec["transactional_id"])

@@ -118,10 +118,16 @@ def committed_ids(spec: dict[str, Any]) -> set[int]:
     return {r.id for r in stored if r.id is not None}
 
 
-def ids_to_send(spec: dict[str, Any], history: HistoryWriter) -> list[int]:
-    """What this instance sends: all of `ids`, or for a replacement what its policy leaves."""
+def ids_to_send(
+    spec: dict[str, Any], history: HistoryWriter, *, restart: bool = False
+) -> list[int]:
+    """What this instance sends: all of `ids`, or for a replacement what its policy leaves.
+
+    `restart`: a new producer in this process after fencing, which sends what the topic
+    lacks at read_committed, as a transactional replacement does.
+    """
     ids: list[int] = spec["ids"]
-    resume = spec.get("resume")
+    resume = {"policy": "read-committed"} if restart else spec.get("resume")
     if not resume:
         return ids
     policy = resume["policy"]
@@ -136,22 +142,9 @@ def ids_to_send(spec: dict[str, Any], history: HistoryWriter) -> list[int]:
         done = committed_ids(spec)
         source = "the topic read at read_committed"
     todo = [i for i in ids if i not in done]
-    history.write("resume", policy=policy, source=source, ids=todo, skipped=len(ids) - len(todo))
-    return todo
-
-
-def resend_after_fencing(spec: dict[str, Any], history: HistoryWriter) -> list[int]:
-    """After a restart, every id of the workload the topic lacks at read_committed."""
-    done = committed_ids(spec)
-    ids: list[int] = spec["ids"]
-    todo = [i for i in ids if i not in done]
+    said = {"restart": True} if restart else {}
     history.write(
-        "resume",
-        policy="read-committed",
-        source="the topic read at read_committed",
-        ids=todo,
-        skipped=len(ids) - len(todo),
-        restart=True,
+        "resume", policy=policy, source=source, ids=todo, skipped=len(ids) - len(todo), **said
     )
     return todo
 
@@ -244,7 +237,7 @@ def run(spec: dict[str, Any]) -> int:
                     history.write("restart", by="the application", transactional_id=txn["id"])
                     producer.init_transactions(30)
                     history.write("txn_init", transactional_id=txn["id"])
-                    ids = resend_after_fencing(spec, history)
+                    ids = ids_to_send(spec, history, restart=True)
         else:
             ids = ids_to_send(spec, history)
             step = CHUNK if batch and not interval else 1

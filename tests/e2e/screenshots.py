@@ -11,7 +11,7 @@ what the room sees):
 - live-view: the Failure lab while consumer-crash runs (a 150 ms processor, so the lanes are
   caught mid-run);
 - failure-lab: the Failure lab after ack-loss, normal view;
-- presenter: the same after ack-loss in presenter mode (`?presenter=1`);
+- presenter: the same after ack-loss in the projector view (`?projector=1`);
 - viewer-following: a rehearsal viewer's tab (`?rehearse=viewer`) while the presenter's tab
   runs consumer-crash;
 - lesson-explain: the Lesson's first step right after its run;
@@ -113,7 +113,7 @@ def failure_lab(browser, url: str) -> None:
 
 
 def presenter(browser, url: str) -> None:
-    tab = new_tab(browser, url, "failure_lab?presenter=1")
+    tab = new_tab(browser, url, "failure_lab?projector=1")
     tab.get_by_role("button", name="▶ Run").click()
     tab.get_by_text("Done: every message judged").wait_for()
     settle(tab)
