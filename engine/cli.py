@@ -31,6 +31,9 @@ def cmd_setup(args: argparse.Namespace) -> int:
     libs = jars.ensure_kafka_jars()
     print(f"Java: {java}")
     print(f"Kafka {paths.kafka_version()} jars: {libs}")
+    from engine.java_roles import ensure_java_roles
+
+    print(f"The lab's Java roles (Kafka Streams, Java producer): {ensure_java_roles()}")
     from engine.metrics.session import check_versions, connector_dir, ensure_connector_jars
 
     check_versions()

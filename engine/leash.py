@@ -153,15 +153,27 @@ def spawn(
     **popen: Any,
 ) -> subprocess.Popen:
     """`python -m MODULE ARGS` as a leashed child of this process (see the module's doc)."""
-    token = owner_token()
     command = [sys.executable, "-m", "engine.leash", module, *args]
+    return spawn_command(command, name=name or module, env=env, **popen)
+
+
+def spawn_command(
+    command: Sequence[str],
+    *,
+    name: str,
+    env: dict[str, str] | None = None,
+    **popen: Any,
+) -> subprocess.Popen:
+    """Any program as a leashed child. The kernel's signal (1) and the listing (3) hold for
+    it; the owner check (2) is the program's own (a Java role: lab.roles.Leash)."""
+    token = owner_token()
     child_env = {**(env if env is not None else os.environ), OWNER_ENV: token}
     child: subprocess.Popen = _SPAWNER.call(
         lambda: subprocess.Popen(
             command, env=child_env, preexec_fn=_leash_in_child(os.getpid()), **popen
         )
     )
-    _register(child.pid, token, name or module)
+    _register(child.pid, token, name)
     return child
 
 

@@ -18,19 +18,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from engine import leash, paths
+from engine import java_roles, leash, paths
 
 
 @dataclass
 class RoleProcess:
     name: str  # "producer", "producer#2", "processor", "sink", ...
-    role: str  # module under engine.roles
+    role: str  # module under engine.roles, or a Java role's main class (java_main)
     history: Path
     spec: dict[str, Any]
     popen: subprocess.Popen | None = None
     paused: bool = False
     killed: bool = False
     started_at: float = field(default_factory=time.time)
+    java: bool = False  # `role` is a main class in java/ (engine/java_roles.py)
 
     @property
     def base(self) -> str:
@@ -41,16 +42,19 @@ class RoleProcess:
         spec_path.write_text(json.dumps(self.spec, indent=1, default=str))
         log = (folder / f"{self.name.replace('#', '-')}.log").open("ab")
         env = {**os.environ, "PYTHONPATH": str(paths.REPO_ROOT)}
-        self.popen = leash.spawn(
-            f"engine.roles.{self.role}",
-            [str(spec_path)],
-            name=f"{self.name} of {folder}",
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,  # a Ctrl+C in the terminal is the runner's to handle
-        )
+        io: dict[str, Any] = {
+            "env": env,
+            "stdout": log,
+            "stderr": subprocess.STDOUT,
+            "stdin": subprocess.DEVNULL,
+            "start_new_session": True,  # a Ctrl+C in the terminal is the runner's to handle
+        }
+        name = f"{self.name} of {folder}"
+        if self.java:
+            command = java_roles.java_command(self.role, str(spec_path))
+            self.popen = leash.spawn_command(command, name=name, **io)
+        else:
+            self.popen = leash.spawn(f"engine.roles.{self.role}", [str(spec_path)], name=name, **io)
         log.close()
         self.started_at = time.time()
         return self

@@ -1,0 +1,70 @@
+"""Builds the lab's Java roles (java/: a Kafka Streams processor, a Java producer).
+
+They are compiled by Maven from `java/pom.xml` against the pinned Kafka version's
+`kafka-clients` and `kafka-streams` on Maven Central, and the jar with its runtime classpath is
+copied into `.cache/java-roles/VERSION/libs`. The marker file names a hash of java/'s sources,
+so an edited role is built again and a half-finished build is never used.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+from pathlib import Path
+
+from engine import paths
+from engine.errors import MissingToolError
+from engine.tools import find_java, maven_package
+
+JAVA_DIR = paths.REPO_ROOT / "java"
+JAVA_POM = JAVA_DIR / "pom.xml"
+_MARKER = ".built-from"
+
+
+def libs_dir() -> Path:
+    return paths.cache_dir() / "java-roles" / paths.kafka_version() / "libs"
+
+
+def sources_hash() -> str:
+    """A hash of the pom and every source file: what the built jar was built from."""
+    digest = hashlib.sha256()
+    for path in sorted([JAVA_POM, *JAVA_DIR.joinpath("src").rglob("*")]):
+        if path.is_file():
+            digest.update(str(path.relative_to(JAVA_DIR)).encode())
+            digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def java_roles_ready(libs: Path | None = None) -> bool:
+    marker = (libs or libs_dir()) / _MARKER
+    return marker.exists() and marker.read_text() == sources_hash()
+
+
+def ensure_java_roles(*, offline: bool = False) -> Path:
+    """Build the Java roles if their sources changed since the last build; their libs folder."""
+    libs = libs_dir()
+    if java_roles_ready(libs):
+        return libs
+    if not shutil.which("javac"):
+        raise MissingToolError(
+            "The Java roles are compiled here, which needs a JDK (javac), not only a Java "
+            "runtime. Install one (Debian/Ubuntu: apt-get install openjdk-17-jdk-headless; "
+            "macOS: brew install openjdk@17) and run `./lab setup` again."
+        )
+    if libs.exists():  # an older build, or a half-finished one
+        shutil.rmtree(libs)
+    maven_package(
+        JAVA_POM,
+        ("lab.roles.libs", libs),
+        what=f"the lab's Java roles (Kafka Streams and kafka-clients {paths.kafka_version()})",
+        offline=offline,
+    )
+    if not (libs / "lab-roles-1.jar").exists():
+        raise MissingToolError(f"Maven finished, but {libs}/lab-roles-1.jar is missing.")
+    (libs / _MARKER).write_text(sources_hash())
+    return libs
+
+
+def java_command(main_class: str, *args: str) -> list[str]:
+    """`java -cp LIBS/* MAIN ARGS`: how a Java role is started (built first if needed)."""
+    return [find_java(), "-cp", str(ensure_java_roles() / "*"), main_class, *args]
