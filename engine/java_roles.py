@@ -2,8 +2,9 @@
 
 They are compiled by Maven from `java/pom.xml` against the pinned Kafka version's
 `kafka-clients` and `kafka-streams` on Maven Central, and the jar with its runtime classpath is
-copied into `.cache/java-roles/VERSION/libs`. The marker file names a hash of java/'s sources,
-so an edited role is built again and a half-finished build is never used.
+copied into `.cache/java-roles/VERSION/HASH/libs`, HASH being a hash of java/'s sources: an
+edited role is built again (two checkouts sharing one cache never overwrite each other's
+build), and a marker file written last means a half-finished build is never used.
 """
 
 from __future__ import annotations
@@ -21,8 +22,15 @@ JAVA_POM = JAVA_DIR / "pom.xml"
 _MARKER = ".built-from"
 
 
+KEEP_BUILDS = 3  # older builds are deleted (each holds the ~90 MB classpath)
+
+
+def builds_dir() -> Path:
+    return paths.cache_dir() / "java-roles" / paths.kafka_version()
+
+
 def libs_dir() -> Path:
-    return paths.cache_dir() / "java-roles" / paths.kafka_version() / "libs"
+    return builds_dir() / sources_hash() / "libs"
 
 
 def sources_hash() -> str:
@@ -62,7 +70,18 @@ def ensure_java_roles(*, offline: bool = False) -> Path:
     if not (libs / "lab-roles-1.jar").exists():
         raise MissingToolError(f"Maven finished, but {libs}/lab-roles-1.jar is missing.")
     (libs / _MARKER).write_text(sources_hash())
+    _prune_old_builds()
     return libs
+
+
+def _prune_old_builds() -> None:
+    builds = sorted(
+        (d for d in builds_dir().iterdir() if d.is_dir()),
+        key=lambda d: d.stat().st_mtime,
+        reverse=True,
+    )
+    for old in builds[KEEP_BUILDS:]:
+        shutil.rmtree(old, ignore_errors=True)
 
 
 def java_command(main_class: str, *args: str) -> list[str]:
