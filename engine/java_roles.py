@@ -22,7 +22,7 @@ JAVA_POM = JAVA_DIR / "pom.xml"
 _MARKER = ".built-from"
 
 
-KEEP_BUILDS = 3  # older builds are deleted (each holds the ~90 MB classpath)
+KEEP_BUILDS = 6  # older builds are deleted (each holds the ~90 MB classpath)
 
 
 def builds_dir() -> Path:
