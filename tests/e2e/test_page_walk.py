@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 from playwright.sync_api import expect
 
 from engine import paths
@@ -52,6 +53,7 @@ SIZES = [Size("1080p", 1920, 1080, 1.0), Size("150pct", 1280, 720, 1.5)]
 SIZE_IDS = [s.name for s in SIZES]
 RUN_NUMBER = KeyNumber(".lab-card .lab-number", "the first result number")
 WAIT_MS = 240_000  # a loaded 2-core machine draws late
+PICK_TRIES, PICK_WAIT_MS = 4, 60_000  # Replay's picker (pick_run)
 
 
 @pytest.fixture(scope="module")
@@ -136,12 +138,27 @@ def replay_label(state: str, run_id: str) -> str:
     return f"{meta['scenario']} · {when} · {meta['status']}"
 
 
-def pick_run(tab, label: str) -> None:
-    """Choose a run in Replay's picker as a person does: type its name, click it."""
+def pick_run(tab, label: str, scenario: str) -> None:
+    """Choose a run in Replay's picker as a person does: type its name, press Enter.
+
+    Enter takes the one option the typed name leaves (the highlighted one). A mouse click
+    waits for the option to hold still first, and in a CI run the picker's list was drawn
+    again and again under it (the option "detached from the DOM") for the click's whole
+    240 s; so the pick is tried again, a few times, until the page shows the chosen run.
+    """
     picker = tab.get_by_role("combobox", name="Run")
-    picker.click()
-    picker.fill(label)
-    tab.get_by_role("option", name=label, exact=True).click()
+    shown = tab.get_by_text(f"scenario {scenario} ·", exact=False).first
+    for _ in range(PICK_TRIES):
+        picker.click()
+        picker.fill(label)
+        try:
+            tab.get_by_role("option", name=label, exact=True).wait_for(timeout=PICK_WAIT_MS)
+            picker.press("Enter")
+            shown.wait_for(state="attached", timeout=PICK_WAIT_MS)
+            return
+        except PlaywrightTimeoutError:
+            picker.press("Escape")
+    raise AssertionError(f"Replay's picker did not open {label!r} in {PICK_TRIES} tries")
 
 
 @pytest.mark.timeout(1800)
@@ -158,7 +175,7 @@ def test_every_recorded_scenario_reads_cleanly(browser, dashboard, recorded, siz
         tab.goto(address(dashboard, "replay", projector=projector, query=f"run={first}"))
         for scenario, run_id in runs.items():
             if run_id != first:  # in the same session: a person's next pick, not a new tab
-                pick_run(tab, replay_label(state, run_id))
+                pick_run(tab, replay_label(state, run_id), scenario)
             caption = tab.get_by_text(f"scenario {scenario} ·", exact=False).first
             expect(caption).to_be_attached()
             tab.locator(".lab-card").first.wait_for()
