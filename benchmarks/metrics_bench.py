@@ -20,6 +20,11 @@ Five measurements, written between the markers in benchmarks/METRICS.md:
    local mode: the cluster path's overhead, not a speed-up, on one machine;
 5. the machine's load while measuring, because other work on a 2-core machine moves
    every number here.
+
+A full run (the default sizes, the typical run, the cluster case) replaces the block; a
+partial one (other `--sizes`, `--skip-run`, `--cluster-size 0`) replaces only the scaling
+rows it measured and adds a dated line saying so. A file whose markers are damaged is
+refused, never written around.
 """
 
 from __future__ import annotations
@@ -42,6 +47,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 REPORT = ROOT / "benchmarks" / "METRICS.md"
 START, END = "<!-- measured:start -->", "<!-- measured:end -->"
+FULL_SIZES = "10000,100000,1000000,10000000"  # a run with these (and the rest) writes the block
 LEVEL, TOPIC, PARTITIONS = "at-least-once", "lab.bench.at-least-once.out", 8
 COMPARED = (
     "sent",
@@ -622,17 +628,69 @@ def write_typical(run: dict[str, Any]) -> str:
     return new
 
 
-def write_report(block: str) -> None:
-    text = REPORT.read_text() if REPORT.exists() else f"# Metrics benchmark\n\n{START}\n{END}\n"
-    if START not in text:
-        text += f"\n{START}\n{END}\n"
+def split_report(text: str) -> tuple[str, str, str]:
+    """(before the block, the block with its markers, after it); refuses a damaged file.
+
+    A file with no block gets an empty one at its end; one with two blocks, or an end before
+    its start, is refused rather than guessed at, so the title and the prose always stay.
+    """
+    if START not in text and END not in text:
+        text = f"{text.rstrip()}\n\n{START}\n{END}\n"
+    starts, ends = text.count(START), text.count(END)
+    if starts != 1 or ends != 1 or text.index(END) < text.index(START):
+        raise SystemExit(
+            f"{REPORT} should hold one measured block ({START} ... {END}); it holds "
+            f"{starts} start(s) and {ends} end(s). Mend it by hand, then run again."
+        )
     head, rest = text.split(START, 1)
-    REPORT.write_text(head + block + rest.split(END, 1)[1])
+    block, tail = rest.split(END, 1)
+    return head, START + block + END, tail
+
+
+def _row_key(line: str) -> str | None:
+    """A scaling table row's messages cell ("| 1,000,000 | ..." -> "1,000,000"), else None."""
+    cells = line.split("|")
+    if len(cells) > 2 and line.startswith("| ") and cells[1].strip().replace(",", "").isdigit():
+        return cells[1].strip()
+    return None
+
+
+def merge_rows(old_block: str, new_block: str, note: str) -> str:
+    """The old block with the new block's scaling rows put in place of the same sizes' rows.
+
+    A partial run (`--sizes 1000000`, `--skip-run`) measured only some rows; the rest of the
+    block stays as it was measured, and `note` says which rows are newer and when.
+    """
+    lines = old_block.split("\n")
+    for new_line in new_block.split("\n"):
+        key = _row_key(new_line)
+        if key is None:
+            continue
+        same = [i for i, line in enumerate(lines) if _row_key(line) == key]
+        if same:
+            lines[same[0]] = new_line
+        else:  # a size the table did not have: after the table's last row
+            rows = [i for i, line in enumerate(lines) if _row_key(line) is not None]
+            if not rows:
+                raise SystemExit("METRICS.md's block has no scaling table to add a row to")
+            lines.insert(rows[-1] + 1, new_line)
+    at_end = lines.index(END)
+    lines[at_end:at_end] = [note, ""]
+    return "\n".join(lines)
+
+
+def write_report(block: str, *, partial_note: str | None = None) -> None:
+    """Put a measured block between the markers; a partial run's rows only (merge_rows)."""
+    text = REPORT.read_text() if REPORT.exists() else "# Metrics benchmark\n"
+    head, old_block, tail = split_report(text)
+    if partial_note is not None:
+        block = merge_rows(old_block, block, partial_note)
+    REPORT.write_text(head + block + tail)
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--sizes", default="10000,100000,1000000,10000000")
+    parser.add_argument("--sizes", default=FULL_SIZES)
     parser.add_argument("--run-messages", type=int, default=3000)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--warmups", type=int, default=2, help="computations before the timed ones")
@@ -691,7 +749,14 @@ def main() -> int:
         cluster = measure_cluster(args.cluster_size, Path(args.data_root), args.scaling_repeats)
         print(f"  {cluster}", file=sys.stderr)
     block = report(start, run, scaling, cluster)
-    write_report(block)
+    full = not args.skip_run and args.sizes == FULL_SIZES and bool(args.cluster_size)
+    load = os.getloadavg()
+    note = (
+        f"Rows for {', '.join(f'{n:,}' for n in sizes)} messages measured again "
+        f"{time.strftime('%Y-%m-%d %H:%M')} with `--sizes {args.sizes}` (load average "
+        f"{load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f}); the rest of the block as above."
+    )
+    write_report(block, partial_note=None if full else note)
     print(block)
     return 0
 
