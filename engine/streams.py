@@ -1,0 +1,126 @@
+"""The Kafka Streams processor role: its spec, and the truth its state store is judged by.
+
+The role itself is Java (java/src/main/java/lab/roles/StreamsProcessor.java), a real Kafka
+Streams 4.1.2 application built by the lab's setup (engine/java_roles.py) and run as its own
+OS process on the same leash as the Python roles, so a crash is a real SIGKILL of the JVM.
+It reads the payments topic (values {"id", "created_at", ...}, as engine/roles/producer.py
+writes them), counts each account's payments and sums their amounts in a state store
+backed by a changelog topic, and writes one result per payment: the input's fields plus
+`account`, `amount`, `account_count` and `account_sum`, the store's values after it.
+
+A payment's account and amount are derived from its id (the input carries only the id), here
+and in java/.../Payments.java alike, so that what each account really made is known
+without the role: `payments_made` is the truth, `counted` what the store says.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from engine.levels import STREAMS_LEVELS, Level
+
+if TYPE_CHECKING:
+    from engine.level_run import LevelRun
+
+STREAMS_MAIN = "lab.roles.StreamsProcessor"
+# Accounts the payments are spread over (id % ACCOUNTS): 30 payments make 3 per account.
+ACCOUNTS = 10
+
+
+def is_streams_level(level: Level) -> bool:
+    return level.name in STREAMS_LEVELS
+
+
+def processing_guarantee(level: Level) -> str:
+    return level.extra["processing.guarantee"]
+
+
+def account_of(message_id: int, accounts: int = ACCOUNTS) -> int:
+    return message_id % accounts
+
+
+def amount_of(message_id: int) -> int:
+    return 10 * (message_id % 5 + 1)
+
+
+@dataclass(frozen=True)
+class AccountTotals:
+    count: int
+    sum: int
+
+
+def payments_made(ledger: Iterable[int], accounts: int = ACCOUNTS) -> dict[int, AccountTotals]:
+    """What each account really made: the truth the store's counts are compared with."""
+    made: dict[int, AccountTotals] = {}
+    for message_id in ledger:
+        account = account_of(message_id, accounts)
+        was = made.get(account, AccountTotals(0, 0))
+        made[account] = AccountTotals(was.count + 1, was.sum + amount_of(message_id))
+    return made
+
+
+def counted(results: Iterable[dict[str, Any]]) -> dict[int, AccountTotals]:
+    """What the state store said last for each account, from the results in topic order:
+    each result carries the account's count and sum as the store held them after it."""
+    last: dict[int, AccountTotals] = {}
+    for value in results:
+        if "account" in value and "account_count" in value:
+            last[int(value["account"])] = AccountTotals(
+                int(value["account_count"]), int(value["account_sum"])
+            )
+    return last
+
+
+def miscounted(
+    made: dict[int, AccountTotals], store: dict[int, AccountTotals]
+) -> dict[int, tuple[AccountTotals, AccountTotals]]:
+    """Accounts whose counted totals differ from what they made: account -> (counted, made)."""
+    return {
+        account: (store.get(account, AccountTotals(0, 0)), truth)
+        for account, truth in sorted(made.items())
+        if store.get(account) != truth
+    }
+
+
+def results_of(raw_values: Iterable[bytes | str | None]) -> list[dict[str, Any]]:
+    """The output topic's values, parsed; what is not a result is left out."""
+    parsed = []
+    for raw in raw_values:
+        if raw is None:
+            continue
+        try:
+            value = json.loads(raw)
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            continue
+        if isinstance(value, dict) and "id" in value:
+            parsed.append(value)
+    return parsed
+
+
+def streams_spec(run: LevelRun) -> dict[str, Any]:
+    """The Streams role's spec for one level's run (read by StreamsProcessor.java).
+
+    The application id is the processor group's id (engine.level_run reads that group's
+    committed offsets to know the input is done), and every instance of the role is the same
+    static member (group.instance.id), as the Python processor is.
+    """
+    sc = run.scenario
+    return {
+        "bootstrap": run.cluster.proxied_bootstrap or run.cluster.direct_bootstrap,
+        "application_id": f"{run.run_id}-{run.level.name}-processor",
+        "instance_id": f"{run.run_id}-{run.level.name}-processor-1",
+        "client_id": run.client_ids["processor"],
+        "input": run.input_topic,
+        "output": run.output_topic,
+        "processing_guarantee": processing_guarantee(run.level),
+        "commit_interval_ms": sc.streams_commit_interval_ms,
+        "accounts": ACCOUNTS,
+        "processing_ms": sc.workload.processing_ms,
+        # One state folder per level, as a restart of the same instance on the same machine
+        # has: it keeps the process id (so the same transactional.id at exactly_once_v2),
+        # and a store with no checkpoint in it is restored from its changelog.
+        "state_dir": str(run.folder / "streams-state"),
+    }
