@@ -18,12 +18,12 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import Any, Protocol
 
+from engine.cluster.base import Cluster
 from engine.levels import STREAMS_LEVELS, Level
-
-if TYPE_CHECKING:
-    from engine.level_run import LevelRun
+from engine.scenario import Scenario
 
 STREAMS_MAIN = "lab.roles.StreamsProcessor"
 # Accounts the payments are spread over (id % ACCOUNTS): 30 payments make 3 per account.
@@ -100,7 +100,20 @@ def results_of(raw_values: Iterable[bytes | str | None]) -> list[dict[str, Any]]
     return parsed
 
 
-def streams_spec(run: LevelRun) -> dict[str, Any]:
+class LevelRunLike(Protocol):
+    """What the spec needs of engine.level_run.LevelRun (which imports this module)."""
+
+    scenario: Scenario
+    level: Level
+    cluster: Cluster
+    run_id: str
+    folder: Path
+    input_topic: str
+    output_topic: str
+    client_ids: dict[str, str]
+
+
+def streams_spec(run: LevelRunLike) -> dict[str, Any]:
     """The Streams role's spec for one level's run (read by StreamsProcessor.java).
 
     The application id is the processor group's id (engine.level_run reads that group's

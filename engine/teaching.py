@@ -49,6 +49,7 @@ GROUPS: tuple[ScenarioGroup, ...] = (
             "auto-commit-duplicates",
             "commit-answer-lost",
             "commit-request-lost",
+            "streams-crash",
         ),
     ),
     ScenarioGroup(

@@ -138,3 +138,11 @@ def test_the_level_settings_are_what_kafka_streams_4_1_2_applies(crash_run):
     assert eos_producer["delivery.timeout.ms"] == str(2147483647)
     assert starts[ALOS]["producer_config"]["linger.ms"] == "100"
     assert json.dumps(starts)  # plain JSON, as the run folder keeps it
+
+
+def test_each_result_carries_the_account_and_amount_the_truth_derives(crash_run):
+    """The Java role and engine/streams.py derive a payment's account and amount alike."""
+    for level, data in crash_run["levels"].items():
+        for value in data["kcat"]:
+            assert value["account"] == streams.account_of(value["id"]), level
+            assert value["amount"] == streams.amount_of(value["id"]), level

@@ -1,0 +1,88 @@
+"""The Kafka Streams role's pure parts: the truth per account, the counts read from results,
+its spec, and the scenario rule its counting needs (tests/integration/test_streams.py runs it)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from engine import paths, streams
+from engine.cluster.external import ExternalCluster
+from engine.level_run import LevelRun
+from engine.levels import LEVELS, STREAMS_LEVELS
+from engine.scenario import ScenarioError, parse_scenario, scenarios_dir
+from engine.streams import AccountTotals
+
+PAYMENTS_JAVA = paths.REPO_ROOT / "java/src/main/java/lab/roles/Payments.java"
+
+
+def test_thirty_payments_make_three_per_account():
+    made = streams.payments_made(range(30))
+    assert set(made) == set(range(10))
+    assert {t.count for t in made.values()} == {3}
+    # account 7: ids 7, 17, 27 -> amounts 30, 30, 30
+    assert made[7] == AccountTotals(3, 90)
+
+
+def test_the_java_role_derives_account_and_amount_as_the_truth_does():
+    source = PAYMENTS_JAVA.read_text()
+    assert "return id % accounts;" in source
+    assert "return 10L * (id % 5 + 1);" in source
+    assert [streams.account_of(i) for i in (0, 7, 13)] == [0, 7, 3]
+    assert [streams.amount_of(i) for i in (0, 4, 5, 13)] == [10, 50, 10, 40]
+
+
+def result(message_id: int, count: int, total: int) -> dict:
+    return {
+        "id": message_id,
+        "account": streams.account_of(message_id),
+        "account_count": count,
+        "account_sum": total,
+    }
+
+
+def test_the_last_result_of_an_account_is_what_the_store_said():
+    results = [result(7, 1, 30), result(17, 2, 60), result(7, 3, 90), result(17, 4, 120)]
+    assert streams.counted(results) == {7: AccountTotals(4, 120)}
+
+
+def test_miscounted_names_an_over_counted_account_and_passes_an_exact_one():
+    made = streams.payments_made(range(30))
+    exact = {a: AccountTotals(t.count, t.sum) for a, t in made.items()}
+    assert streams.miscounted(made, exact) == {}
+    over = {**exact, 7: AccountTotals(6, 180)}
+    assert streams.miscounted(made, over) == {7: (AccountTotals(6, 180), AccountTotals(3, 90))}
+
+
+def test_results_of_keeps_results_and_drops_the_rest():
+    raw = [json.dumps(result(1, 1, 20)).encode(), b"not json", None, b'{"no": "id"}']
+    assert [r["id"] for r in streams.results_of(raw)] == [1]
+
+
+@pytest.mark.parametrize("name", STREAMS_LEVELS)
+def test_the_spec_is_the_processor_groups_application_with_the_levels_guarantee(name, tmp_path):
+    scenario = parse_scenario((scenarios_dir() / "streams-crash.yaml").read_text())
+    level = LEVELS[name]
+    run = LevelRun(scenario, level, ExternalCluster("127.0.0.1:1"), "run", tmp_path)
+    spec = streams.streams_spec(run)
+    # engine.level_run judges the input done from this group's committed offsets.
+    assert spec["application_id"] == f"run-{name}-processor"
+    assert spec["processing_guarantee"] == level.extra["processing.guarantee"]
+    assert spec["commit_interval_ms"] is None  # Kafka Streams' own default
+    assert spec["input"] == run.input_topic and spec["output"] == run.output_topic
+    assert spec["state_dir"].startswith(str(run.folder))
+
+
+def test_the_two_levels_differ_in_one_setting_of_the_application():
+    at_least_once, exactly_once = (LEVELS[name] for name in STREAMS_LEVELS)
+    assert at_least_once.extra == {"processing.guarantee": "at_least_once"}
+    assert exactly_once.extra == {"processing.guarantee": "exactly_once_v2"}
+
+
+def test_a_streams_level_needs_one_input_partition():
+    text = (scenarios_dir() / "streams-crash.yaml").read_text()
+    wrong = text.replace("partitions: 1", "partitions: 2")
+    with pytest.raises(ScenarioError, match=r"workload\.partitions: 1"):
+        parse_scenario(wrong)
+    parse_scenario(text)
