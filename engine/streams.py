@@ -137,3 +137,65 @@ def streams_spec(run: LevelRunLike) -> dict[str, Any]:
         # and a store with no checkpoint in it is restored from its changelog.
         "state_dir": str(run.folder / "streams-state"),
     }
+
+
+def store_at_end(history: Iterable[dict[str, Any]]) -> dict[int, AccountTotals] | None:
+    """The state store as the last instance to open it left it, from the history alone:
+    what it restored (its `store_opened`) plus one payment per input it consumed after.
+    None where no Kafka Streams instance ran."""
+    opened: dict[str, Any] | None = None
+    store: dict[int, AccountTotals] = {}
+    for event in history:
+        ev, proc = event.get("ev"), event.get("proc")
+        if ev == "store_opened":
+            opened = event
+            store = {
+                int(a): AccountTotals(int(t["count"]), int(t["sum"]))
+                for a, t in (event.get("accounts") or {}).items()
+            }
+        elif ev == "consumed" and opened is not None and proc == opened["proc"]:
+            message_id = int(event["id"])
+            account = account_of(message_id)
+            was = store.get(account, AccountTotals(0, 0))
+            store[account] = AccountTotals(was.count + 1, was.sum + amount_of(message_id))
+    return None if opened is None else store
+
+
+def store_evidence(history: list[dict[str, Any]], ledger: list[int]) -> list[str]:
+    """The changelog's restore and the store's counts beside the truth, in the room's words
+    (engine.explain adds them to a Kafka Streams level's evidence)."""
+    store = store_at_end(history)
+    if store is None:
+        return []
+    lines = []
+    for event in history:
+        if event.get("ev") == "restored" and "#" in str(event.get("proc", "")):
+            lines.append(
+                f"{event['proc']} restored its state store ({event.get('store')}) from the "
+                f"changelog topic: {event.get('records')} records."
+            )
+        elif event.get("ev") == "store_opened" and "#" in str(event.get("proc", "")):
+            counts = [int(t["count"]) for t in (event.get("accounts") or {}).values()]
+            lines.append(
+                f"{event['proc']} started counting from {sum(counts)} payments already in the "
+                "store, as restored."
+            )
+    made = payments_made(ledger)
+    wrong = miscounted(made, store)
+    for account, (counted_, truth) in list(wrong.items())[:MISCOUNTS_SHOWN]:
+        lines.append(
+            f"Account {account}: {counted_.count} payments counted ({counted_.sum} in all), "
+            f"{truth.count} made ({truth.sum})."
+        )
+    if len(wrong) > MISCOUNTS_SHOWN:
+        lines.append(f"{len(wrong) - MISCOUNTS_SHOWN} more accounts counted wrong.")
+    if not wrong:
+        lines.append(
+            f"Every account's count and sum in the state store is what it made "
+            f"({len(made)} accounts, {len(ledger)} payments)."
+        )
+    return lines
+
+
+# Over-counted accounts named one by one in the evidence; the rest are summed up.
+MISCOUNTS_SHOWN = 3

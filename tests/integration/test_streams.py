@@ -140,6 +140,19 @@ def test_the_level_settings_are_what_kafka_streams_4_1_2_applies(crash_run):
     assert json.dumps(starts)  # plain JSON, as the run folder keeps it
 
 
+def test_the_state_stores_counts_read_from_the_history_equal_kcats(crash_run):
+    """The store as its last instance left it (its restore plus what it read, from the run's
+    history) against the counts the results carry as kcat reads them, and against the truth."""
+    recorded = record.load_run(crash_run["output"]["run_id"])
+    ledger = list(range(30))
+    matches_truth = {}
+    for level, data in crash_run["levels"].items():
+        store = streams.store_at_end(recorded["levels"][level]["history"])
+        assert store == streams.counted(data["kcat"]), level
+        matches_truth[level] = not streams.miscounted(streams.payments_made(ledger), store)
+    assert matches_truth == {ALOS: False, EOS: True}
+
+
 def test_each_result_carries_the_account_and_amount_the_truth_derives(crash_run):
     """The Java role and engine/streams.py derive a payment's account and amount alike."""
     for level, data in crash_run["levels"].items():

@@ -86,3 +86,37 @@ def test_a_streams_level_needs_one_input_partition():
     with pytest.raises(ScenarioError, match=r"workload\.partitions: 1"):
         parse_scenario(wrong)
     parse_scenario(text)
+
+
+def history_of_a_crash() -> list[dict]:
+    """A replacement that restored account 7 counted twice, then read ids 7, 17 and 27."""
+    return [
+        {"proc": "processor", "ev": "store_opened", "accounts": {}},
+        {"proc": "processor", "ev": "consumed", "id": 7},
+        {"proc": "processor#2", "ev": "restored", "store": "account-totals", "records": 2},
+        {
+            "proc": "processor#2",
+            "ev": "store_opened",
+            "accounts": {"7": {"count": 2, "sum": 60}},
+        },
+        *({"proc": "processor#2", "ev": "consumed", "id": i} for i in (7, 17, 27)),
+    ]
+
+
+def test_the_store_at_the_end_is_the_last_instances_restore_plus_what_it_read():
+    assert streams.store_at_end(history_of_a_crash()) == {7: AccountTotals(5, 150)}
+    assert streams.store_at_end([{"proc": "processor", "ev": "consumed", "id": 1}]) is None
+
+
+def test_the_evidence_names_the_restore_and_the_over_counted_account():
+    lines = streams.store_evidence(history_of_a_crash(), [7, 17, 27])
+    assert lines == [
+        "processor#2 restored its state store (account-totals) from the changelog topic: "
+        "2 records.",
+        "processor#2 started counting from 2 payments already in the store, as restored.",
+        "Account 7: 5 payments counted (150 in all), 3 made (90).",
+    ]
+    exact = [e for e in history_of_a_crash() if e.get("proc") == "processor"]
+    exact += [{"proc": "processor", "ev": "consumed", "id": i} for i in (17, 27)]
+    assert streams.store_evidence(exact, [7, 17, 27])[-1].startswith("Every account's count")
+    assert streams.store_evidence([{"ev": "consumed", "id": 1}], [1]) == []
