@@ -212,12 +212,12 @@ class LevelRun:
             spec["resume"] = {"policy": self.resend_policy(fault), "outbox": str(self.outbox)}
             self.start_role("producer", "producer", spec)
         elif base == "processor":
-            self.start_processor()
+            self.start_processor(beside_a_frozen_one=fault.kind == "pause")
 
-    def start_processor(self) -> RoleProcess:
+    def start_processor(self, *, beside_a_frozen_one: bool = False) -> RoleProcess:
         """The level's processor: the Python one, or the Kafka Streams one (a JVM)."""
         if streams.is_streams_level(self.level):
-            spec = streams.streams_spec(self)
+            spec = streams.streams_spec(self, elsewhere=beside_a_frozen_one)
             return self.start_role("processor", streams.STREAMS_MAIN, spec, java=True)
         return self.start_role("processor", "processor", self.processor_spec())
 

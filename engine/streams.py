@@ -112,15 +112,23 @@ class LevelRunLike(Protocol):
     output_topic: str
     client_ids: dict[str, str]
 
+    def instance_name(self, base: str) -> str: ...
 
-def streams_spec(run: LevelRunLike) -> dict[str, Any]:
+
+def streams_spec(run: LevelRunLike, *, elsewhere: bool = False) -> dict[str, Any]:
     """The Streams role's spec for one level's run (read by StreamsProcessor.java).
 
     The application id is the processor group's id (engine.level_run reads that group's
     committed offsets to know the input is done), and every instance of the role is the same
-    static member (group.instance.id), as the Python processor is.
+    static member (group.instance.id), as the Python processor is. A restart after a crash
+    uses the level's state folder, as a restart on the same machine would; a replacement
+    started `elsewhere` (beside a frozen instance, which still locks that folder) has its own,
+    so it is a new Kafka Streams process, with its own process id and transactional.id.
     """
     sc = run.scenario
+    state_dir = run.folder / "streams-state"
+    if elsewhere:
+        state_dir = state_dir.with_name(f"streams-state-{run.instance_name('processor')}")
     return {
         "bootstrap": run.cluster.proxied_bootstrap or run.cluster.direct_bootstrap,
         "application_id": f"{run.run_id}-{run.level.name}-processor",
@@ -135,7 +143,7 @@ def streams_spec(run: LevelRunLike) -> dict[str, Any]:
         # One state folder per level, as a restart of the same instance on the same machine
         # has: it keeps the process id (so the same transactional.id at exactly_once_v2),
         # and a store with no checkpoint in it is restored from its changelog.
-        "state_dir": str(run.folder / "streams-state"),
+        "state_dir": str(state_dir).replace("#", "-"),
     }
 
 

@@ -50,6 +50,7 @@ GROUPS: tuple[ScenarioGroup, ...] = (
             "commit-answer-lost",
             "commit-request-lost",
             "streams-crash",
+            "streams-zombie",
         ),
     ),
     ScenarioGroup(

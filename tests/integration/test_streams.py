@@ -159,3 +159,42 @@ def test_each_result_carries_the_account_and_amount_the_truth_derives(crash_run)
         for value in data["kcat"]:
             assert value["account"] == streams.account_of(value["id"]), level
             assert value["amount"] == streams.amount_of(value["id"]), level
+
+
+@pytest.fixture(scope="module")
+def zombie_run(cluster1) -> dict[str, Any]:
+    path = scenarios_dir() / "streams-zombie.yaml"
+    scenario = load_scenario(path)
+    output = run_scenario(scenario, cluster1, source_text=path.read_text())
+    folder = record.run_folder(output["run_id"])
+    levels = {
+        level: {
+            "result": result,
+            "kcat": streams.results_of(
+                kcat_values(
+                    cluster1.direct_bootstrap, result["sink_topic"], isolation=result["isolation"]
+                )
+            ),
+            "folder": record.level_folder(folder, level),
+        }
+        for level, result in output["results"].items()
+    }
+    return {"scenario": scenario, "output": output, "levels": levels}
+
+
+def test_streams_zombie_is_fenced_and_repeats_only_at_least_once(zombie_run):
+    scenario, levels = zombie_run["scenario"], zombie_run["levels"]
+    ledger = list(range(scenario.workload.messages))
+    assert not scenario.unmet_expectations(zombie_run["output"]["results"])
+
+    def repeats(level: str) -> bool:
+        return kcat_duplicates(levels[level]["kcat"]) >= 1
+
+    assert repeats(ALOS) and not repeats(EOS)
+    assert streams.counted(levels[EOS]["kcat"]) == streams.payments_made(ledger)
+    for level, data in levels.items():
+        zombie = history(data["folder"], "processor")
+        woke = [e for e in zombie if e["ev"] == "failpoint_reached"]
+        fenced = [e for e in zombie if e["ev"] == "fenced"]
+        assert woke and fenced, level  # it froze at its point, woke, and was refused
+        assert data["result"]["duplicates"] == kcat_duplicates(data["kcat"]), level

@@ -7,6 +7,7 @@ import java.util.TreeMap;
 import java.util.concurrent.CountDownLatch;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.errors.FencedInstanceIdException;
 import org.apache.kafka.common.serialization.Serdes;
 import org.apache.kafka.streams.KafkaStreams;
 import org.apache.kafka.streams.StreamsConfig;
@@ -41,7 +42,7 @@ public final class StreamsProcessor {
     Map<String, Object> spec = Spec.load(args);
     FailPoint point = FailPoint.fromSpec(spec);
     History raw = new History((String) spec.get("history"), (String) spec.get("name"), point);
-    StreamsHistory history = new StreamsHistory(raw);
+    StreamsHistory history = new StreamsHistory(raw, spec);
     String input = (String) spec.get("input");
     String output = (String) spec.get("output");
 
@@ -67,10 +68,17 @@ public final class StreamsProcessor {
     streams.setUncaughtExceptionHandler(
         error -> {
           Throwable cause = error.getCause() != null ? error.getCause() : error;
-          history.write(
-              "error",
+          String fencedBy = fencedBy(error);
+          Map<String, Object> attrs =
               History.attrs(
-                  "error", cause.getClass().getSimpleName(), "reason", String.valueOf(cause.getMessage())));
+                  "error",
+                  cause.getClass().getSimpleName(),
+                  "reason",
+                  String.valueOf(cause.getMessage()));
+          if (fencedBy != null) {
+            attrs.put("by", fencedBy);
+          }
+          history.write(fencedBy != null ? "fenced" : "error", attrs);
           exitCode[0] = 3;
           return StreamsUncaughtExceptionHandler.StreamThreadExceptionResponse.SHUTDOWN_CLIENT;
         });
@@ -163,6 +171,23 @@ public final class StreamsProcessor {
             "lab-idle-watch");
     watch.setDaemon(true);
     watch.start();
+  }
+
+  /**
+   * Who fenced this instance, from the exception that ended its stream thread: its group (a
+   * newer static member with the same group.instance.id) or its transaction coordinator (a
+   * newer producer epoch); null for any other error.
+   */
+  static String fencedBy(Throwable error) {
+    for (Throwable e = error; e != null; e = e.getCause()) {
+      if (e instanceof FencedInstanceIdException) {
+        return "group coordinator";
+      }
+      if (WatchedClients.producerFence(e)) {
+        return "transaction coordinator";
+      }
+    }
+    return null;
   }
 
   static Map<String, Object> printable(Map<String, Object> config) {
