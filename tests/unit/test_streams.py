@@ -120,3 +120,21 @@ def test_the_evidence_names_the_restore_and_the_over_counted_account():
     exact += [{"proc": "processor", "ev": "consumed", "id": i} for i in (17, 27)]
     assert streams.store_evidence(exact, [7, 17, 27])[-1].startswith("Every account's count")
     assert streams.store_evidence([{"ev": "consumed", "id": 1}], [1]) == []
+
+
+def test_the_pages_rows_put_the_store_beside_the_truth():
+    from pages._streams_view import restore_line, store_rows
+
+    rows = store_rows(history_of_a_crash(), [7, 17, 27])
+    assert rows == [
+        {
+            "account": 7,
+            "payments counted": 5,
+            "payments made": 3,
+            "amount counted": 150,
+            "amount made": 90,
+            "right": "❌ over-counted",
+        }
+    ]
+    assert restore_line(history_of_a_crash()).startswith("processor#2 restored 2 records")
+    assert store_rows([{"proc": "processor", "ev": "consumed", "id": 1}], [1]) is None
