@@ -52,6 +52,10 @@ class Event(StrEnum):
     AUTO_COMMITTED = "auto_committed"
     TXN_COMMIT_RETRY = "txn_commit_retry"
     TXN_SEND_OFFSETS_RETRY = "txn_send_offsets_retry"
+    # the Kafka Streams processor (java/.../StreamsProcessor.java), beside the events above
+    RESTORE_STARTED = "restore_started"
+    RESTORED = "restored"
+    STORE_OPENED = "store_opened"
     # the sink with an idempotency key
     EFFECT_APPLIED = "effect_applied"
     EFFECT_SKIPPED = "effect_skipped"

@@ -24,6 +24,7 @@ from typing import Any
 from engine.checker import LevelCounts, Verdict
 from engine.faults import KINDS
 from engine.levels import LEVELS
+from engine.streams import store_evidence
 from engine.words import nodes_words, say_error, say_point
 
 # What each level's promise rules out, by count.
@@ -210,6 +211,7 @@ def explain(
         out.evidence.append(stall)
     if (late := wrote_after_leader_loss(history)) is not None:
         out.evidence.append(late)
+    out.evidence.extend(store_evidence(list(history), [v.id for v in verdicts]))
     duplicated = [v for v in verdicts if v.copies > 1]
     if counts.duplicates and duplicated:
         ids = [v.id for v in duplicated]

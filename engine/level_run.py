@@ -22,7 +22,7 @@ from typing import Any
 
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
-from engine import record, settings
+from engine import record, settings, streams
 from engine.cluster.base import Cluster
 from engine.errors import LabError
 from engine.failpoints import FailPoint
@@ -120,7 +120,9 @@ class LevelRun:
         n = sum(1 for p in self.processes if p.base == base)
         return base if n == 0 else f"{base}#{n + 1}"
 
-    def start_role(self, base: str, role: str, spec: dict[str, Any]) -> RoleProcess:
+    def start_role(
+        self, base: str, role: str, spec: dict[str, Any], *, java: bool = False
+    ) -> RoleProcess:
         name = self.instance_name(base)
         history = record.process_history(self.folder, name)
         spec = {
@@ -132,7 +134,8 @@ class LevelRun:
         }
         if name == base and base in self.failpoints:
             spec["failpoint"] = self.failpoints[base].to_spec()
-        process = RoleProcess(name=name, role=role, history=history, spec=spec).start(self.folder)
+        process = RoleProcess(name=name, role=role, history=history, spec=spec, java=java)
+        process.start(self.folder)
         self.processes.append(process)
         return process
 
@@ -189,7 +192,7 @@ class LevelRun:
             "input": self.input_topic,
             "output": self.output_topic,
             "partitions": workload.partitions,
-            "mode": PROCESSOR_MODES[self.level.name] if auto is None else "auto-commit",
+            "mode": PROCESSOR_MODES.get(self.level.name) if auto is None else "auto-commit",
             "await_auto_commit": auto is not None and auto.await_before_output,
             "commit_every": workload.commit_every,
             "processing_ms": workload.processing_ms,
@@ -209,7 +212,14 @@ class LevelRun:
             spec["resume"] = {"policy": self.resend_policy(fault), "outbox": str(self.outbox)}
             self.start_role("producer", "producer", spec)
         elif base == "processor":
-            self.start_role("processor", "processor", self.processor_spec())
+            self.start_processor(beside_a_frozen_one=fault.kind == "pause")
+
+    def start_processor(self, *, beside_a_frozen_one: bool = False) -> RoleProcess:
+        """The level's processor: the Python one, or the Kafka Streams one (a JVM)."""
+        if streams.is_streams_level(self.level):
+            spec = streams.streams_spec(self, elsewhere=beside_a_frozen_one)
+            return self.start_role("processor", streams.STREAMS_MAIN, spec, java=True)
+        return self.start_role("processor", "processor", self.processor_spec())
 
     def resend_policy(self, fault: Fault) -> str:
         """How a replacement producer decides what to send: the application's choice.
@@ -314,7 +324,7 @@ class LevelRun:
         if sc.pipeline == "producer":
             self.start_role("producer", "producer", self.producer_spec(self.ledger))
         else:
-            self.start_role("processor", "processor", self.processor_spec())
+            self.start_processor()
         progress(f"{self.level.title}: running")
         try:
             self._drive(nemesis)

@@ -133,8 +133,65 @@ IDEMPOTENCY_KEY = Level(
     extra={"dedup store": "SQLite, one row per message id (INSERT ... ON CONFLICT DO NOTHING)"},
 )
 
+# Kafka Streams (java/src/main/java/lab/roles/StreamsProcessor.java, engine/streams.py): the
+# same application at both levels, one setting apart. `producer` is what Kafka Streams 4.1.2
+# sets on its own producer (StreamsConfig's PRODUCER_DEFAULT_OVERRIDES and, at
+# exactly_once_v2, PRODUCER_EOS_OVERRIDES); the role records the full effective set.
+STREAMS_AT_LEAST_ONCE = Level(
+    name="streams-at-least-once",
+    title="Kafka Streams, at_least_once",
+    promise=(
+        "Kafka Streams' default: every input is processed, and its result and state update "
+        "written, at least once. Input offsets are committed every commit.interval.ms "
+        "(30 s by default), after the outputs and the changelog are flushed."
+    ),
+    broken_by=(
+        "A crash between the outputs and the commit: the replacement restores the state store "
+        "from its changelog, counts included, and processes the same inputs again, so results "
+        "repeat and counts grow twice."
+    ),
+    producer={"linger.ms": "100"},
+    consumer={"enable.auto.commit": False, "isolation.level": "read_uncommitted", **SINK_READS},
+    commit="every commit.interval.ms (30 s by default), with the main consumer's commitSync",
+    extra={"processing.guarantee": "at_least_once"},
+)
+
+STREAMS_EXACTLY_ONCE = Level(
+    name="streams-exactly-once",
+    title="Kafka Streams, exactly_once_v2",
+    promise=(
+        "The same application with processing.guarantee=exactly_once_v2: each input's result, "
+        "its state store update (the changelog record) and its input offset are committed in "
+        "one transaction, every commit.interval.ms (100 ms by default at this guarantee)."
+    ),
+    broken_by=(
+        "Only effects outside Kafka; a crashed or frozen instance's open transaction is "
+        "aborted, and its producer is fenced."
+    ),
+    producer={
+        "linger.ms": "100",
+        "enable.idempotence": True,
+        "delivery.timeout.ms": 2147483647,
+        "transaction.timeout.ms": 10000,
+    },
+    consumer={"enable.auto.commit": False, "isolation.level": "read_committed", **SINK_READS},
+    commit="in the transaction (sendOffsetsToTransaction, commitTransaction)",
+    transactional=True,
+    extra={"processing.guarantee": "exactly_once_v2"},
+)
+
+STREAMS_LEVELS = (STREAMS_AT_LEAST_ONCE.name, STREAMS_EXACTLY_ONCE.name)
+
 LEVELS: dict[str, Level] = {
     level.name: level
-    for level in (AT_MOST_ONCE, AT_LEAST_ONCE, EXACTLY_ONCE, IDEMPOTENT_ONLY, IDEMPOTENCY_KEY)
+    for level in (
+        AT_MOST_ONCE,
+        AT_LEAST_ONCE,
+        EXACTLY_ONCE,
+        IDEMPOTENT_ONLY,
+        IDEMPOTENCY_KEY,
+        STREAMS_AT_LEAST_ONCE,
+        STREAMS_EXACTLY_ONCE,
+    )
 }
 CORE_LEVELS = ("at-most-once", "at-least-once", "exactly-once")

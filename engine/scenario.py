@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from engine.errors import LabError
 from engine.faults import BROKER_FAULTS, Fault, kind_of
-from engine.levels import CORE_LEVELS, LEVELS
+from engine.levels import CORE_LEVELS, LEVELS, STREAMS_LEVELS
 
 
 class ScenarioError(LabError):
@@ -110,6 +110,9 @@ class Scenario(_Strict):
     # Record the judged partition's last stable offset and high watermark whenever either
     # moves (read from its leader at both isolation levels), for the isolation view.
     watch_offsets: bool = False
+    # commit.interval.ms of the Kafka Streams levels (engine/streams.py); None keeps Kafka
+    # Streams' default: 30000 at at_least_once, 100 at exactly_once_v2.
+    streams_commit_interval_ms: Annotated[int, Field(ge=0, le=600_000)] | None = None
     # What this file's own settings give (exact where the faults are exact).
     expect: dict[str, dict[str, str]] = Field(default_factory=dict)
     # What must show, at any setting the pages offer, for the lesson to be made (bounds such
@@ -235,12 +238,25 @@ class Scenario(_Strict):
                 raise ValueError(f"faults.{index}: {fault.kind} cannot run here: {why}")
         if self.shared_faults:
             self._check_shared_faults()
+        self._check_streams_levels()
         for level in self.producer_overrides:
             if level not in self.levels:
                 raise ValueError(
                     f"producer_overrides names '{level}', which the scenario does not run"
                 )
         return self
+
+    def _check_streams_levels(self) -> None:
+        """The Kafka Streams role counts per account without a repartition topic, so every
+        payment of an account must reach the same task: one input partition."""
+        streams = [name for name in self.levels if name in STREAMS_LEVELS]
+        if not streams:
+            return
+        if self.pipeline != "processor" or self.workload.partitions != 1:
+            raise ValueError(
+                f"{', '.join(streams)} run the Kafka Streams processor: use pipeline: processor "
+                "and workload.partitions: 1"
+            )
 
     def _check_shared_faults(self) -> None:
         if self.pipeline != "producer":

@@ -49,6 +49,8 @@ GROUPS: tuple[ScenarioGroup, ...] = (
             "auto-commit-duplicates",
             "commit-answer-lost",
             "commit-request-lost",
+            "streams-crash",
+            "streams-zombie",
         ),
     ),
     ScenarioGroup(

@@ -59,6 +59,10 @@ EVENT_WORDS: dict[Event, str] = {
     Event.AUTO_COMMITTED: "offsets committed by the auto-commit timer",
     Event.TXN_COMMIT_RETRY: "transaction commit retried",
     Event.TXN_SEND_OFFSETS_RETRY: "offsets into the transaction retried",
+    # the Kafka Streams processor
+    Event.RESTORE_STARTED: "state store's restore from its changelog begun",
+    Event.RESTORED: "state store restored from its changelog",
+    Event.STORE_OPENED: "processing begun on the state store as restored",
     # the sink with an idempotency key
     Event.EFFECT_APPLIED: "applied to the database",
     Event.EFFECT_SKIPPED: "already in the database: skipped",

@@ -21,6 +21,7 @@ from engine.faults.base import HURT
 from engine.live import fault_fold, fault_raw, fault_text, fold_text, nemesis_text
 from engine.words import PROXY_WORDS, room_words
 from pages._presenter import presenter_on
+from pages._streams_view import render_store_counts
 
 COUNTS = [
     ("sent", "Sent", "ids the producer handed to the client library"),
@@ -92,8 +93,10 @@ def render_run(
             render_timeline(run, results)
             render_count_cards(results, presenter=True)
             render_evidence(results, presenter=True)
+            render_store_counts(run, results)
         else:
             render_evidence(results)
+            render_store_counts(run, results)
             render_count_cards(results)
             render_timeline(run, results)
     if scroll:

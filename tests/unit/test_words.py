@@ -26,6 +26,8 @@ HISTORY_WRITERS = [
     ENGINE / "level_run.py",
     ENGINE / "freeplay.py",
 ]
+# The Java roles (java/src/main/java/lab/roles/) write the same history through History.java.
+JAVA_WRITERS = sorted((paths.REPO_ROOT / "java" / "src" / "main" / "java").rglob("*.java"))
 FAULT_RECORDERS = [
     *sorted((ENGINE / "faults").glob("*.py")),
     ENGINE / "nemesis.py",
@@ -60,10 +62,25 @@ def history_events() -> set[str]:
     found = constant_names(HISTORY_WRITERS, "write") | constant_names(HISTORY_WRITERS, "line")
     for path in HISTORY_WRITERS:  # the producer writes its hot events as preformatted JSON
         found |= set(re.findall(r'"ev"\s*:\s*"([a-z_]+)"', path.read_text()))
+    found |= java_history_events()
     # `history.write(kind, ...)` where kind is what Classifier.classify returns.
     common = (ENGINE / "roles" / "common.py").read_text()
     found |= set(re.findall(r'return "([a-z_]+)", ', common))
     return found
+
+
+def java_history_events() -> set[str]:
+    """Every `ev` a Java role writes: `history.write("name", ...)` in java/'s sources."""
+    found: set[str] = set()
+    for path in JAVA_WRITERS:
+        found |= set(re.findall(r'\.write\(\s*"([a-z_]+)"', path.read_text()))
+    return found
+
+
+def test_the_scan_reads_the_java_roles_too():
+    found = java_history_events()
+    assert {"failpoint_reached", "consumed", "output_acked", "committed", "restored"} <= found
+    assert {"store_opened", "fenced", "idle", "done"} <= found
 
 
 def test_the_scan_finds_the_events_the_issue_names():

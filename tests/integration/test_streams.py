@@ -1,0 +1,200 @@
+"""The Kafka Streams processor (java/.../StreamsProcessor.java) on a real broker: streams-crash.
+
+One run of the scenario: the same Kafka Streams application at processing.guarantee
+at_least_once and exactly_once_v2, its JVM killed (SIGKILL) right after its 12th result was
+acknowledged, before Kafka Streams committed. Each check is made on both levels, and shown
+to hold on the one it is about and to fail on the other, so that none passes by accident.
+Every count is also made by kcat, an independent client, reading the same output topic.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from engine import record, streams
+from engine.history import merge
+from engine.runner import run_scenario
+from engine.scenario import load_scenario, scenarios_dir
+from tests.kafkatools import kcat_values
+
+pytestmark = pytest.mark.kafka
+
+SCENARIO_PATH = scenarios_dir() / "streams-crash.yaml"
+ALOS, EOS = "streams-at-least-once", "streams-exactly-once"
+
+
+@pytest.fixture(scope="module")
+def crash_run(cluster1) -> dict[str, Any]:
+    scenario = load_scenario(SCENARIO_PATH)
+    output = run_scenario(scenario, cluster1, source_text=SCENARIO_PATH.read_text())
+    folder = record.run_folder(output["run_id"])
+    levels = {}
+    for level, result in output["results"].items():
+        values = kcat_values(
+            cluster1.direct_bootstrap, result["sink_topic"], isolation=result["isolation"]
+        )
+        levels[level] = {
+            "result": result,
+            "kcat": streams.results_of(values),
+            "folder": record.level_folder(folder, level),
+        }
+    return {"scenario": scenario, "output": output, "levels": levels}
+
+
+def kcat_duplicates(results: list[dict[str, Any]]) -> int:
+    copies = Counter(r["id"] for r in results)
+    return sum(n - 1 for n in copies.values())
+
+
+def over_counted(results: list[dict[str, Any]], ledger: list[int]) -> dict[int, tuple]:
+    """Accounts whose last counted number of payments is more than they made."""
+    wrong = streams.miscounted(streams.payments_made(ledger), streams.counted(results))
+    return {a: (c, m) for a, (c, m) in wrong.items() if c.count > m.count}
+
+
+def history(level_folder: Path, instance: str) -> list[dict[str, Any]]:
+    return merge([record.process_history(level_folder, instance)])
+
+
+def test_streams_crash_at_least_once_repeats_exactly_once_does_not(crash_run):
+    scenario, levels = crash_run["scenario"], crash_run["levels"]
+    ledger = list(range(scenario.workload.messages))
+    assert not scenario.unmet_expectations(crash_run["output"]["results"])
+
+    def repeats(level: str) -> bool:
+        return kcat_duplicates(levels[level]["kcat"]) >= 1
+
+    def overcounts(level: str) -> bool:
+        return bool(over_counted(levels[level]["kcat"], ledger))
+
+    assert repeats(ALOS) and not repeats(EOS)
+    assert overcounts(ALOS) and not overcounts(EOS)
+    # exactly_once_v2: every account's count and sum exact, as kcat reads them.
+    assert streams.counted(levels[EOS]["kcat"]) == streams.payments_made(ledger)
+    assert streams.counted(levels[ALOS]["kcat"]) != streams.payments_made(ledger)
+
+
+def test_the_engine_counts_equal_kcats(crash_run):
+    for level, data in crash_run["levels"].items():
+        result, results = data["result"], data["kcat"]
+        ids = [r["id"] for r in results]
+        assert result["duplicates"] == kcat_duplicates(results), level
+        assert result["delivered"] == len(set(ids)), level
+        assert result["lost"] == 0 == len(set(range(30)) - set(ids)), level
+
+
+def test_the_crash_lands_after_the_12th_acknowledged_result_before_a_commit(crash_run):
+    for level, data in crash_run["levels"].items():
+        first = history(data["folder"], "processor")
+        assert first[-1]["ev"] == "failpoint_reached", level
+        assert first[-1]["at"]["ev"] == "output_acked", level
+        acked = [e for e in first if e["ev"] == "output_acked"]
+        assert len(acked) == 12, level
+        # Nothing the 12th result's input offset covers was committed by the first instance.
+        committed = [e["offsets"].get("0", 0) for e in first if e["ev"] == "committed"]
+        consumed = {e["id"]: e["offset"] for e in first if e["ev"] == "consumed"}
+        assert all(c <= consumed[acked[-1]["id"]] for c in committed), level
+        if level == ALOS:
+            assert not committed, "at_least_once commits every 30 s: nothing before the crash"
+
+
+def test_the_replacement_restores_the_changelog_and_starts_from_its_counts(crash_run):
+    """at_least_once restores every count the first instance made (12 or more, uncommitted);
+    exactly_once_v2 restores only what its committed transactions hold."""
+    restored_counts = {}
+    for level, data in crash_run["levels"].items():
+        second = history(data["folder"], "processor#2")
+        restored = [e for e in second if e["ev"] == "restored"]
+        assert restored and restored[0]["records"] >= 1, level
+        opened = next(e for e in second if e["ev"] == "store_opened")
+        restored_counts[level] = sum(a["count"] for a in opened["accounts"].values())
+        first = history(data["folder"], "processor")
+        committed = [e["offsets"].get("0", 0) for e in first if e["ev"] == "committed"]
+        if level == EOS:
+            # The store starts from exactly the payments whose offsets were committed.
+            assert restored_counts[level] == (committed[-1] if committed else 0), level
+    assert restored_counts[ALOS] >= 12
+    assert restored_counts[EOS] < 12
+
+
+def test_the_level_settings_are_what_kafka_streams_4_1_2_applies(crash_run):
+    """The role records Kafka Streams' effective settings: the page's words rest on them."""
+    starts = {
+        level: history(data["folder"], "processor")[0]
+        for level, data in crash_run["levels"].items()
+    }
+    assert starts[ALOS]["processing_guarantee"] == "at_least_once"
+    assert starts[ALOS]["commit_interval_ms"] == 30000
+    assert starts[EOS]["processing_guarantee"] == "exactly_once_v2"
+    assert starts[EOS]["commit_interval_ms"] == 100
+    eos_producer = starts[EOS]["producer_config"]
+    assert eos_producer["enable.idempotence"] == "true"
+    assert eos_producer["transaction.timeout.ms"] == "10000"
+    assert eos_producer["delivery.timeout.ms"] == str(2147483647)
+    assert starts[ALOS]["producer_config"]["linger.ms"] == "100"
+    assert json.dumps(starts)  # plain JSON, as the run folder keeps it
+
+
+def test_the_state_stores_counts_read_from_the_history_equal_kcats(crash_run):
+    """The store as its last instance left it (its restore plus what it read, from the run's
+    history) against the counts the results carry as kcat reads them, and against the truth."""
+    recorded = record.load_run(crash_run["output"]["run_id"])
+    ledger = list(range(30))
+    matches_truth = {}
+    for level, data in crash_run["levels"].items():
+        store = streams.store_at_end(recorded["levels"][level]["history"])
+        assert store == streams.counted(data["kcat"]), level
+        matches_truth[level] = not streams.miscounted(streams.payments_made(ledger), store)
+    assert matches_truth == {ALOS: False, EOS: True}
+
+
+def test_each_result_carries_the_account_and_amount_the_truth_derives(crash_run):
+    """The Java role and engine/streams.py derive a payment's account and amount alike."""
+    for level, data in crash_run["levels"].items():
+        for value in data["kcat"]:
+            assert value["account"] == streams.account_of(value["id"]), level
+            assert value["amount"] == streams.amount_of(value["id"]), level
+
+
+@pytest.fixture(scope="module")
+def zombie_run(cluster1) -> dict[str, Any]:
+    path = scenarios_dir() / "streams-zombie.yaml"
+    scenario = load_scenario(path)
+    output = run_scenario(scenario, cluster1, source_text=path.read_text())
+    folder = record.run_folder(output["run_id"])
+    levels = {
+        level: {
+            "result": result,
+            "kcat": streams.results_of(
+                kcat_values(
+                    cluster1.direct_bootstrap, result["sink_topic"], isolation=result["isolation"]
+                )
+            ),
+            "folder": record.level_folder(folder, level),
+        }
+        for level, result in output["results"].items()
+    }
+    return {"scenario": scenario, "output": output, "levels": levels}
+
+
+def test_streams_zombie_is_fenced_and_repeats_only_at_least_once(zombie_run):
+    scenario, levels = zombie_run["scenario"], zombie_run["levels"]
+    ledger = list(range(scenario.workload.messages))
+    assert not scenario.unmet_expectations(zombie_run["output"]["results"])
+
+    def repeats(level: str) -> bool:
+        return kcat_duplicates(levels[level]["kcat"]) >= 1
+
+    assert repeats(ALOS) and not repeats(EOS)
+    assert streams.counted(levels[EOS]["kcat"]) == streams.payments_made(ledger)
+    for level, data in levels.items():
+        zombie = history(data["folder"], "processor")
+        woke = [e for e in zombie if e["ev"] == "failpoint_reached"]
+        fenced = [e for e in zombie if e["ev"] == "fenced"]
+        assert woke and fenced, level  # it froze at its point, woke, and was refused
+        assert data["result"]["duplicates"] == kcat_duplicates(data["kcat"]), level
