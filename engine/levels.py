@@ -133,8 +133,34 @@ IDEMPOTENCY_KEY = Level(
     extra={"dedup store": "SQLite, one row per message id (INSERT ... ON CONFLICT DO NOTHING)"},
 )
 
+# Only what an application must name (bootstrap servers, client id) is given: each client's
+# own defaults decide the rest, which is where librdkafka and the Java client part ways
+# (docs/java-client.md).
+CLIENT_DEFAULTS = Level(
+    name="client-defaults",
+    title="The client's defaults",
+    promise=(
+        "Whatever the client does when the application names no delivery setting: the Java "
+        "producer (since 3.0) is idempotent with acks=all; librdkafka is not idempotent."
+    ),
+    broken_by=(
+        "A lost ack: librdkafka's default producer retries without a producer id and the "
+        "broker appends the batch again; the Java producer's retry carries its sequence number."
+    ),
+    producer={},
+    consumer={"enable.auto.commit": False, "isolation.level": "read_uncommitted", **SINK_READS},
+    commit="after processing",
+)
+
 LEVELS: dict[str, Level] = {
     level.name: level
-    for level in (AT_MOST_ONCE, AT_LEAST_ONCE, EXACTLY_ONCE, IDEMPOTENT_ONLY, IDEMPOTENCY_KEY)
+    for level in (
+        AT_MOST_ONCE,
+        AT_LEAST_ONCE,
+        EXACTLY_ONCE,
+        IDEMPOTENT_ONLY,
+        IDEMPOTENCY_KEY,
+        CLIENT_DEFAULTS,
+    )
 }
 CORE_LEVELS = ("at-most-once", "at-least-once", "exactly-once")

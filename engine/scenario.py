@@ -116,6 +116,9 @@ class Scenario(_Strict):
     # as at-least-once duplicates >= 1). benchmarks/fidelity.py measures how often it does.
     teaches: dict[str, dict[str, str]] = Field(default_factory=dict)
     timeout_s: Annotated[float, Field(gt=0, le=600)] = 60.0
+    # The producer's client: librdkafka (confluent_kafka) or the Java client (kafka-clients),
+    # given the level's settings as engine/java_client.py translates them.
+    client: Literal["librdkafka", "java"] = "librdkafka"
 
     def unmet_expectations(self, results: dict[str, dict[str, Any]]) -> list[str]:
         """Where a run's results break this file's `expect` block, one line per broken promise.
@@ -235,12 +238,19 @@ class Scenario(_Strict):
                 raise ValueError(f"faults.{index}: {fault.kind} cannot run here: {why}")
         if self.shared_faults:
             self._check_shared_faults()
+        self._check_client()
         for level in self.producer_overrides:
             if level not in self.levels:
                 raise ValueError(
                     f"producer_overrides names '{level}', which the scenario does not run"
                 )
         return self
+
+    def _check_client(self) -> None:
+        """The Java client runs the producer role only: a processor pipeline's roles are
+        librdkafka's (issue 35's Kafka Streams processor is its own role)."""
+        if self.client == "java" and self.pipeline != "producer":
+            raise ValueError("client: java runs the producer; use pipeline: producer")
 
     def _check_shared_faults(self) -> None:
         if self.pipeline != "producer":
@@ -337,3 +347,13 @@ def meets(value: int, expectation: str) -> bool:
     if expectation.startswith("<="):
         return value <= int(expectation[2:])
     return value == int(expectation)
+
+
+def with_client(scenario: Scenario, client: str) -> Scenario:
+    """The scenario with its producer on `client` (librdkafka or java), validated again."""
+    if client == scenario.client:
+        return scenario
+    try:
+        return Scenario.model_validate({**scenario.model_dump(), "client": client})
+    except ValidationError as exc:
+        raise ScenarioError(f"{scenario.name}: {_describe(exc.errors()[0])}.") from None
