@@ -354,6 +354,8 @@ def with_client(scenario: Scenario, client: str) -> Scenario:
     if client == scenario.client:
         return scenario
     try:
-        return Scenario.model_validate({**scenario.model_dump(), "client": client})
+        return Scenario.model_validate(
+            {**scenario.model_dump(exclude_unset=True), "client": client}
+        )
     except ValidationError as exc:
         raise ScenarioError(f"{scenario.name}: {_describe(exc.errors()[0])}.") from None

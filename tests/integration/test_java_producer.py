@@ -1,0 +1,115 @@
+"""The Java producer (lab.roles.JavaProducer, kafka-clients 4.1.2) under a lost ack, on a
+real broker, beside librdkafka: the same scenario file, the same checker, kcat's counts.
+
+Each check is also shown failing on the case it contrasts with (the same predicate on the
+other level or the other client), so none passes for want of a fault.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from typing import Any
+
+import pytest
+
+from engine import record
+from engine.history import read_jsonl
+from engine.java_roles import ensure_java_roles
+from engine.paths import REPO_ROOT
+from engine.runner import run_scenario
+from engine.scenario import load_scenario, with_client
+from tests.kafkatools import kcat_values
+
+pytestmark = pytest.mark.kafka
+
+ACK_LOSS = REPO_ROOT / "scenarios" / "ack-loss.yaml"
+JAVA_LEVELS = ["at-most-once", "at-least-once", "idempotent-only", "exactly-once"]
+
+
+def ack_loss(cluster: Any, client: str, levels: list[str]) -> dict[str, Any]:
+    """ack-loss (the third Produce request's answer dropped after the broker appended it)."""
+    scenario = with_client(load_scenario(ACK_LOSS), client)
+    return run_scenario(scenario, cluster, levels=levels)
+
+
+def no_duplicate(result: dict[str, Any]) -> bool:
+    return result["duplicates"] == 0 and result["lost"] == 0
+
+
+def assert_counts_equal_kcats(cluster: Any, output: dict[str, Any], messages: int = 20) -> None:
+    for level, result in output["results"].items():
+        values = kcat_values(cluster.direct_bootstrap, result["sink_topic"], result["isolation"])
+        ids = [i for i in (json.loads(v)["id"] for v in values) if i < messages]
+        copies = Counter(ids)
+        assert result["delivered"] == len(copies), f"{level}: delivered differs from kcat"
+        assert result["duplicates"] == len(ids) - len(copies), f"{level}: duplicates differ"
+
+
+def producer_start(output: dict[str, Any], level: str) -> dict[str, Any]:
+    folder = record.level_folder(record.run_folder(output["run_id"]), level)
+    return next(e for e in read_jsonl(folder / "producer.jsonl") if e["ev"] == "start")
+
+
+@pytest.fixture(scope="module")
+def java_ack_loss(cluster1) -> dict[str, Any]:
+    ensure_java_roles()
+    return ack_loss(cluster1, "java", JAVA_LEVELS)
+
+
+@pytest.fixture(scope="module")
+def defaults_runs(cluster1) -> dict[str, dict[str, Any]]:
+    ensure_java_roles()
+    return {
+        client: ack_loss(cluster1, client, ["client-defaults"]) for client in ("librdkafka", "java")
+    }
+
+
+def test_java_at_least_once_duplicates_a_lost_ack_and_the_idempotent_levels_do_not(
+    cluster1, java_ack_loss
+):
+    results = java_ack_loss["results"]
+    assert results["at-least-once"]["duplicates"] == 1
+    assert not no_duplicate(results["at-least-once"])  # the contrast: the check fails here
+    for level in ("idempotent-only", "exactly-once"):
+        assert no_duplicate(results[level]), level
+    # Without retries the stored message is reported failed (acked 19 of 20), not resent.
+    assert results["at-most-once"]["duplicates"] == 0
+    assert results["at-most-once"]["acked"] == 19
+    assert results["at-least-once"]["acked"] == 20
+    assert_counts_equal_kcats(cluster1, java_ack_loss)
+
+
+def test_the_java_role_writes_the_python_roles_events(java_ack_loss):
+    """One send per id and one ack or fail per send: what the checker reads."""
+    folder = record.level_folder(record.run_folder(java_ack_loss["run_id"]), "at-least-once")
+    events = read_jsonl(folder / "producer.jsonl")
+    assert [e["id"] for e in events if e["ev"] == "send"] == list(range(20))
+    assert sorted(e["id"] for e in events if e["ev"] == "ack") == list(range(20))
+    assert events[0]["ev"] == "start" and events[-1]["ev"] == "done"
+    assert events[0]["client"] == "java"
+
+
+def test_with_each_clients_defaults_librdkafka_duplicates_and_java_does_not(
+    cluster1, defaults_runs
+):
+    librdkafka = defaults_runs["librdkafka"]["results"]["client-defaults"]
+    java = defaults_runs["java"]["results"]["client-defaults"]
+    assert librdkafka["duplicates"] >= 1 and librdkafka["lost"] == 0
+    assert no_duplicate(java)
+    assert not no_duplicate(librdkafka)  # the contrast: the same check fails on librdkafka
+    for output in defaults_runs.values():
+        assert_counts_equal_kcats(cluster1, output)
+
+
+def test_the_java_client_reports_what_its_defaults_really_are(defaults_runs, java_ack_loss):
+    """kafka-clients 4.1.2 resolved its defaults to an idempotent producer with acks=all;
+    told enable.idempotence=false (at-least-once), it is not."""
+    effective = producer_start(defaults_runs["java"], "client-defaults")["effective"]
+    assert effective["enable.idempotence"] is True
+    assert effective["acks"] in ("all", "-1")
+    told = producer_start(java_ack_loss, "at-least-once")["effective"]
+    assert told["enable.idempotence"] is False
+    # librdkafka's role was handed nothing beyond its names either.
+    given = producer_start(defaults_runs["librdkafka"], "client-defaults")["config"]
+    assert "enable.idempotence" not in given and "acks" not in given
