@@ -39,7 +39,9 @@ def no_duplicate(result: dict[str, Any]) -> bool:
 
 def assert_counts_equal_kcats(cluster: Any, output: dict[str, Any], messages: int = 20) -> None:
     for level, result in output["results"].items():
-        values = kcat_values(cluster.direct_bootstrap, result["sink_topic"], result["isolation"])
+        values = kcat_values(
+            cluster.direct_bootstrap, result["sink_topic"], isolation=result["isolation"]
+        )
         ids = [i for i in (json.loads(v)["id"] for v in values) if i < messages]
         copies = Counter(ids)
         assert result["delivered"] == len(copies), f"{level}: delivered differs from kcat"

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 
+from engine.client_evidence import client_evidence
 from engine.cluster.external import ExternalCluster
 from engine.java_client import (
     JAVA_PRODUCER_MAIN,
@@ -99,3 +100,32 @@ def test_a_java_run_starts_the_java_role_with_the_translated_settings(tmp_path):
     )
     assert librdkafka.producer_spec([1])["config"] == LEVELS["at-least-once"].producer
     assert not librdkafka.notes
+
+
+def _start(client: str | None, idempotence: bool) -> dict:
+    event = {"t": 1.0, "proc": "producer", "ev": "start", "config": {}}
+    if client:
+        event |= {"client": client, "effective": {"acks": "-1", "enable.idempotence": idempotence}}
+    return event
+
+
+def test_the_card_says_what_the_java_client_resolved_and_reported():
+    history = [
+        _start("java", True),
+        {
+            "proc": "producer",
+            "ev": "fail",
+            "id": 3,
+            "error": "NETWORK_EXCEPTION",
+            "exception": "NetworkException",
+        },
+    ]
+    lines = client_evidence(history, "client-defaults")
+    assert lines[0].endswith("it resolved acks=all, enable.idempotence=true.")
+    assert "librdkafka's default is enable.idempotence=false" in lines[1]
+    assert "callback got NetworkException (`NETWORK_EXCEPTION`) for 1 message(s)" in lines[2]
+    # The contrast: a librdkafka run's history gives no such line, and a Java producer told
+    # enable.idempotence=false is not said to have chosen idempotence.
+    assert client_evidence([_start(None, True)], "client-defaults") == []
+    told = client_evidence([_start("java", False)], "at-least-once")
+    assert not any("chose an idempotent producer" in line for line in told)
