@@ -18,7 +18,7 @@ from engine.history import read_jsonl
 from engine.java_roles import ensure_java_roles
 from engine.paths import REPO_ROOT
 from engine.runner import run_scenario
-from engine.scenario import load_scenario, with_client
+from engine.scenario import list_scenarios, load_scenario, with_client
 from tests.kafkatools import kcat_values
 
 pytestmark = pytest.mark.kafka
@@ -115,3 +115,23 @@ def test_the_java_client_reports_what_its_defaults_really_are(defaults_runs, jav
     # librdkafka's role was handed nothing beyond its names either.
     given = producer_start(defaults_runs["librdkafka"], "client-defaults")["config"]
     assert "enable.idempotence" not in given and "acks" not in given
+
+
+JAVA_SCENARIOS = {
+    name: path
+    for name, path in list_scenarios().items()
+    if (s := load_scenario(path)).pipeline == "producer" and s.nodes == 1
+}
+
+
+@pytest.mark.parametrize("name", sorted(JAVA_SCENARIOS))
+def test_each_one_node_producer_scenario_meets_its_file_on_the_java_client(name, cluster1):
+    """The same file, faults and expectations, the producer on the Java client: crashes,
+    transactions (aborted, timed out and restarted), lost answers; counts equal kcat's."""
+    ensure_java_roles()
+    scenario = with_client(load_scenario(JAVA_SCENARIOS[name]), "java")
+    output = run_scenario(scenario, cluster1)
+    assert not scenario.unmet_expectations(output["results"]), name
+    assert_counts_equal_kcats(cluster1, output, scenario.workload.messages)
+    for level in scenario.levels:
+        assert producer_start(output, level)["client"] == "java"
