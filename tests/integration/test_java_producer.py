@@ -8,6 +8,7 @@ other level or the other client), so none passes for want of a fault.
 from __future__ import annotations
 
 import json
+import time
 from collections import Counter
 from typing import Any
 
@@ -15,8 +16,12 @@ import pytest
 
 from engine import record
 from engine.history import read_jsonl
+from engine.java_client import JAVA_PRODUCER_MAIN, to_java
 from engine.java_roles import ensure_java_roles
+from engine.kafka import admin
+from engine.levels import LEVELS
 from engine.paths import REPO_ROOT
+from engine.processes import RoleProcess
 from engine.runner import run_scenario
 from engine.scenario import list_scenarios, load_scenario, with_client
 from tests.kafkatools import kcat_values
@@ -135,3 +140,40 @@ def test_each_one_node_producer_scenario_meets_its_file_on_the_java_client(name,
     assert_counts_equal_kcats(cluster1, output, scenario.workload.messages)
     for level in scenario.levels:
         assert producer_start(output, level)["client"] == "java"
+
+
+def test_sigterm_ends_the_java_producer_cleanly_and_at_once(cluster1, tmp_path):
+    """As the Python role: SIGTERM finishes the current message, flushes, writes `done`."""
+    ensure_java_roles()
+    topic = "lab.java-producer-sigterm"
+    admin.create_topic(cluster1.direct_bootstrap, topic)
+    history = tmp_path / "producer.jsonl"
+    spec = {
+        "bootstrap": cluster1.direct_bootstrap,
+        "client_id": "java-sigterm",
+        "topic": topic,
+        "ids": list(range(1000)),
+        "partitions": 1,
+        "outbox": None,
+        "rate": 20.0,
+        "batch": False,
+        "config": to_java(LEVELS["at-least-once"].producer).config,
+        "transactional": None,
+        "name": "producer",
+        "history": str(history),
+        "run_id": "sigterm",
+        "level": "at-least-once",
+    }
+    process = RoleProcess("producer", JAVA_PRODUCER_MAIN, history, spec, java=True)
+    process.start(tmp_path)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and sum(e["ev"] == "ack" for e in read_jsonl(history)) < 5:
+        time.sleep(0.1)
+    began = time.monotonic()
+    process.stop(timeout=10)
+    assert time.monotonic() - began < 5
+    events = read_jsonl(history)
+    assert events[-1]["ev"] == "done" and events[-1]["unflushed"] == 0
+    sent = [e["id"] for e in events if e["ev"] == "send"]
+    assert 5 <= len(sent) < 1000
+    assert sorted(e["id"] for e in events if e["ev"] == "ack") == sent

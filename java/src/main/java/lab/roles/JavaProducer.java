@@ -101,7 +101,11 @@ public final class JavaProducer {
       code = new JavaProducer(spec, history).run();
     }
     finished = true;
-    System.exit(code);
+    if (!stopped) {
+      System.exit(code);
+    }
+    // Stopped by SIGTERM: the JVM is shutting down already, and System.exit would block
+    // until the hook's wait ran out; returning lets it end at once.
   }
 
   @SuppressWarnings("unchecked")
