@@ -129,3 +129,30 @@ def test_the_card_says_what_the_java_client_resolved_and_reported():
     assert client_evidence([_start(None, True)], "client-defaults") == []
     told = client_evidence([_start("java", False)], "at-least-once")
     assert not any("chose an idempotent producer" in line for line in told)
+
+
+def client_choice_page() -> None:
+    import streamlit as st
+
+    from engine.paths import REPO_ROOT
+    from engine.scenario import load_scenario
+    from pages._client_choice import choose_client
+
+    scenario = load_scenario(REPO_ROOT / "scenarios" / "ack-loss.yaml")
+    chosen = choose_client(scenario, ["at-least-once", "client-defaults"], key="client")
+    st.session_state["chosen_client"] = chosen.client if chosen else None
+
+
+def test_the_failure_labs_client_choice_shows_the_settings_each_client_gets():
+    from streamlit.testing.v1 import AppTest
+
+    page = AppTest.from_function(client_choice_page).run()
+    assert not page.exception
+    assert page.session_state["chosen_client"] == "librdkafka"
+    # librdkafka is handed the level's own map (booleans as JSON booleans).
+    assert '"enable.idempotence": false' in page.code[0].value
+    page.radio[0].set_value("java").run()
+    assert page.session_state["chosen_client"] == "java"
+    assert '"enable.idempotence": "false"' in page.code[0].value
+    assert page.code[1].value == "{}"  # client-defaults: nothing but the names
+    assert any("java's own defaults decide the rest" in c.value for c in page.caption)
