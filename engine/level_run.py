@@ -553,7 +553,7 @@ class LevelRun:
             label=self.label(),
             started_at=self.started_at,
             duration_s=round(time.time() - self.started_at, 2),
-            producer_config=producer_config(self.scenario, self.level),
+            producer_config=producer_client_settings(self.scenario, self.level).config,
             consumer_config=self.level.consumer,
             notes=list(self.notes),
         )

@@ -42,6 +42,10 @@ def no_duplicate(result: dict[str, Any]) -> bool:
     return result["duplicates"] == 0 and result["lost"] == 0
 
 
+def chose_idempotence(result: dict[str, Any]) -> bool:
+    return any("chose an idempotent producer" in line for line in result["explain"]["evidence"])
+
+
 def assert_counts_equal_kcats(cluster: Any, output: dict[str, Any], messages: int = 20) -> None:
     for level, result in output["results"].items():
         values = kcat_values(
@@ -105,6 +109,9 @@ def test_with_each_clients_defaults_librdkafka_duplicates_and_java_does_not(
     assert librdkafka["duplicates"] >= 1 and librdkafka["lost"] == 0
     assert no_duplicate(java)
     assert not no_duplicate(librdkafka)  # the contrast: the same check fails on librdkafka
+    # The card says where the defaults part ways, from the Java run's own evidence only.
+    assert chose_idempotence(java) and not chose_idempotence(librdkafka)
+    assert java["producer_config"] == {} and librdkafka["producer_config"] == {}
     for output in defaults_runs.values():
         assert_counts_equal_kcats(cluster1, output)
 
