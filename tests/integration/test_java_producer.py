@@ -91,14 +91,25 @@ def test_java_at_least_once_duplicates_a_lost_ack_and_the_idempotent_levels_do_n
     assert_counts_equal_kcats(cluster1, java_ack_loss)
 
 
-def test_the_java_role_writes_the_python_roles_events(java_ack_loss):
-    """One send per id and one ack or fail per send: what the checker reads."""
+def test_the_java_role_writes_the_python_roles_events(cluster1, java_ack_loss):
+    """One send per id and one ack or fail per send: what the checker reads; values shaped
+    as engine/roles/common.py's value_maker makes them."""
     folder = record.level_folder(record.run_folder(java_ack_loss["run_id"]), "at-least-once")
     events = read_jsonl(folder / "producer.jsonl")
     assert [e["id"] for e in events if e["ev"] == "send"] == list(range(20))
     assert sorted(e["id"] for e in events if e["ev"] == "ack") == list(range(20))
     assert events[0]["ev"] == "start" and events[-1]["ev"] == "done"
     assert events[0]["client"] == "java"
+    result = java_ack_loss["results"]["at-least-once"]
+    values = [json.loads(v) for v in kcat_values(cluster1.direct_bootstrap, result["sink_topic"])]
+    assert len(values) == 21  # 20 and the duplicate
+    for value in values:
+        assert list(value) == ["id", "created_at", "run", "level", "by"]
+        assert (value["run"], value["level"], value["by"]) == (
+            java_ack_loss["run_id"],
+            "at-least-once",
+            "producer",
+        )
 
 
 def test_with_each_clients_defaults_librdkafka_duplicates_and_java_does_not(
