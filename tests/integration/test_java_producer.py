@@ -8,6 +8,7 @@ other level or the other client), so none passes for want of a fault.
 from __future__ import annotations
 
 import json
+import subprocess
 import time
 from collections import Counter
 from typing import Any
@@ -17,7 +18,7 @@ import pytest
 from engine import record
 from engine.history import read_jsonl
 from engine.java_client import JAVA_PRODUCER_MAIN, to_java
-from engine.java_roles import ensure_java_roles
+from engine.java_roles import ensure_java_roles, java_command
 from engine.kafka import admin
 from engine.levels import LEVELS
 from engine.paths import REPO_ROOT
@@ -195,3 +196,26 @@ def test_sigterm_ends_the_java_producer_cleanly_and_at_once(cluster1, tmp_path):
     sent = [e["id"] for e in events if e["ev"] == "send"]
     assert 5 <= len(sent) < 1000
     assert sorted(e["id"] for e in events if e["ev"] == "ack") == sent
+
+
+def resolve_java(*settings: str) -> dict[str, Any]:
+    """What kafka-clients 4.1.2 resolves for these settings, asked of the role itself."""
+    command = java_command(JAVA_PRODUCER_MAIN, "--resolve", *settings)
+    out = subprocess.run(command, capture_output=True, text=True, timeout=120, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_the_java_clients_defaults_and_when_it_drops_idempotence():
+    """KIP-679's defaults, and what engine/levels.py says of them, on the pinned client."""
+    defaults = resolve_java()["effective"]
+    assert defaults["enable.idempotence"] is True and defaults["acks"] == "-1"
+    assert defaults["linger.ms"] == 5  # 4.0's default (the roles set linger.ms themselves)
+    # Not named, idempotence gives way to acks=1 or retries=0 without an error...
+    assert resolve_java("acks=1")["effective"]["enable.idempotence"] is False
+    assert resolve_java("retries=0")["effective"]["enable.idempotence"] is False
+    # ...but an in-flight limit above 5 is refused, and so is idempotence named with acks=1.
+    assert "at most 5" in resolve_java("max.in.flight.requests.per.connection=6")["error"]
+    assert "acks" in resolve_java("acks=1", "enable.idempotence=true")["error"]
+    # The contrast: an in-flight limit of 5 keeps it.
+    five = resolve_java("max.in.flight.requests.per.connection=5")["effective"]
+    assert five["enable.idempotence"] is True

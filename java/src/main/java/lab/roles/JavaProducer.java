@@ -77,6 +77,10 @@ public final class JavaProducer {
   }
 
   public static void main(String[] args) throws Exception {
+    if (args.length > 0 && args[0].equals("--resolve")) {
+      resolve(args);
+      return;
+    }
     Leash.watchOwner();
     Map<String, Object> spec = Spec.load(args);
     Thread main = Thread.currentThread();
@@ -157,15 +161,43 @@ public final class JavaProducer {
     }
   }
 
-  /** The settings the client resolved (its defaults, and idempotence as it decided it). */
-  Map<String, Object> effective() {
-    Map<String, ?> resolved = new ProducerConfig(props).values();
+  /**
+   * {@code --resolve NAME=VALUE ...}: print, as one JSON line, the settings this kafka-clients
+   * resolves for them (or its ConfigException), with no broker: how the lab checks what each
+   * client's defaults really are (tests/integration/test_java_producer.py).
+   */
+  static void resolve(String[] args) throws Exception {
+    Properties given = new Properties();
+    given.put("bootstrap.servers", "localhost:1");
+    for (int i = 1; i < args.length; i++) {
+      String[] pair = args[i].split("=", 2);
+      given.put(pair[0], pair[1]);
+    }
+    given.put("key.serializer", StringSerializer.class.getName());
+    given.put("value.serializer", ByteArraySerializer.class.getName());
+    Map<String, Object> out = new LinkedHashMap<>();
+    try {
+      out.put("effective", resolved(given));
+    } catch (org.apache.kafka.common.config.ConfigException e) {
+      out.put("error", e.getMessage());
+    }
+    System.out.println(new com.fasterxml.jackson.databind.ObjectMapper().writeValueAsString(out));
+  }
+
+  static Map<String, Object> resolved(Properties given) {
+    Map<String, ?> values = new ProducerConfig(given).values();
     Map<String, Object> shown = new LinkedHashMap<>();
     for (String key : REPORTED) {
-      Object value = resolved.get(key);
-      shown.put(key, value instanceof Number || value instanceof Boolean ? value : String.valueOf(value));
+      Object value = values.get(key);
+      shown.put(
+          key, value instanceof Number || value instanceof Boolean ? value : String.valueOf(value));
     }
     return shown;
+  }
+
+  /** The settings the client resolved (its defaults, and idempotence as it decided it). */
+  Map<String, Object> effective() {
+    return resolved(props);
   }
 
   void runPlain(List<Long> ids, boolean batch) throws InterruptedException {
