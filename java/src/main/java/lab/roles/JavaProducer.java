@@ -132,7 +132,8 @@ public final class JavaProducer {
     props.put("key.serializer", StringSerializer.class.getName());
     props.put("value.serializer", ByteArraySerializer.class.getName());
     producer = new KafkaProducer<>(props);
-    history.write("start", History.attrs("config", given, "client", "java", "effective", effective()));
+    history.write(
+        "start", History.attrs("config", given, "client", "java", "effective", effective()));
     String gate = (String) spec.get("start_gate");
     if (gate != null) {
       // Learn the topic's leader while waiting, as a producer already running would know it.
@@ -252,13 +253,19 @@ public final class JavaProducer {
    * errors), reason: its message, exception: the Java class the application's callback got.
    */
   static Map<String, Object> describe(Exception e) {
-    Throwable cause = e instanceof KafkaException && e.getCause() instanceof KafkaException ? e.getCause() : e;
+    Throwable cause =
+        e instanceof KafkaException && e.getCause() instanceof KafkaException ? e.getCause() : e;
     String name = Errors.forException(cause).name();
     if (name.equals("UNKNOWN_SERVER_ERROR") && cause instanceof TimeoutException) {
       name = "REQUEST_TIMED_OUT";
     }
     return History.attrs(
-        "error", name, "reason", String.valueOf(cause.getMessage()), "exception", cause.getClass().getSimpleName());
+        "error",
+        name,
+        "reason",
+        String.valueOf(cause.getMessage()),
+        "exception",
+        cause.getClass().getSimpleName());
   }
 
   static boolean isFenced(Throwable e) {
@@ -299,7 +306,9 @@ public final class JavaProducer {
         // old epoch and finishes any transaction still open; then send what the topic lacks.
         producer.close(java.time.Duration.ZERO);
         producer = new KafkaProducer<>(props);
-        history.write("restart", History.attrs("by", "the application", "transactional_id", txn.get("id")));
+        history.write(
+            "restart",
+            History.attrs("by", "the application", "transactional_id", txn.get("id")));
         producer.initTransactions();
         history.write("txn_init", History.attrs("transactional_id", txn.get("id")));
         ids = ProducerResume.idsToSend(spec, history, true);
@@ -354,7 +363,9 @@ public final class JavaProducer {
     try {
       producer.commitTransaction();
     } catch (TimeoutException e) {
-      history.write("txn_commit_unknown", History.attrs("txn", index, "ids", chunk, "error", describe(e).get("error")));
+      Object error = describe(e).get("error");
+      history.write(
+          "txn_commit_unknown", History.attrs("txn", index, "ids", chunk, "error", error));
       throw e;
     } catch (KafkaException e) {
       Map<String, Object> attrs = History.attrs("txn", index, "ids", chunk);

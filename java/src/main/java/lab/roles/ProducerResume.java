@@ -58,7 +58,8 @@ final class ProducerResume {
       ids.add(((Number) id).longValue());
     }
     Map<String, Object> resume = (Map<String, Object>) spec.get("resume");
-    String policy = restart ? "read-committed" : resume == null ? null : (String) resume.get("policy");
+    String policy =
+        restart ? "read-committed" : resume == null ? null : (String) resume.get("policy");
     if (policy == null) {
       return ids;
     }
