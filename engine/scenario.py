@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from engine.errors import LabError
 from engine.faults import BROKER_FAULTS, Fault, kind_of
+from engine.java_client import UntranslatedSetting, to_java
 from engine.levels import CORE_LEVELS, LEVELS
 
 
@@ -251,6 +252,13 @@ class Scenario(_Strict):
         librdkafka's (issue 35's Kafka Streams processor is its own role)."""
         if self.client == "java" and self.pipeline != "producer":
             raise ValueError("client: java runs the producer; use pipeline: producer")
+        if self.client == "java":  # every level's settings must have a Java name, or a reason
+            for level in self.levels:
+                config = {**LEVELS[level].producer, **self.producer_overrides.get(level, {})}
+                try:
+                    to_java(config)
+                except UntranslatedSetting as exc:
+                    raise ValueError(f"producer_overrides.{level}: {exc}") from None
 
     def _check_shared_faults(self) -> None:
         if self.pipeline != "producer":

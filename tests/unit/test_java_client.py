@@ -156,3 +156,16 @@ def test_the_failure_labs_client_choice_shows_the_settings_each_client_gets():
     assert '"enable.idempotence": "false"' in page.code[0].value
     assert page.code[1].value == "{}"  # client-defaults: nothing but the names
     assert any("java's own defaults decide the rest" in c.value for c in page.caption)
+
+
+def test_a_java_scenario_with_a_setting_the_table_lacks_is_refused_when_read():
+    text = (REPO_ROOT / "scenarios" / "ack-loss.yaml").read_text()
+    odd = (
+        text
+        + "\nproducer_overrides:\n  at-least-once: {queue.buffering.backpressure.threshold: 1}\n"
+    )
+    from engine.scenario import parse_scenario
+
+    assert parse_scenario(odd).client == "librdkafka"  # librdkafka takes its own names
+    with pytest.raises(ScenarioError, match=r"producer_overrides\.at-least-once: 'queue"):
+        parse_scenario(odd + "client: java\n")
