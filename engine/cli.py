@@ -196,10 +196,14 @@ def cmd_run(args: argparse.Namespace) -> int:
     from engine.cluster import current_cluster, make_cluster
     from engine.recovery import recover
     from engine.runner import run_scenario
-    from engine.scenario import load_scenario
+    from engine.scenario import load_scenario, with_client
 
     scenario = load_scenario(args.scenario)
     source_text = Path(args.scenario).read_text()
+    if args.client and args.client != scenario.client:
+        scenario = with_client(scenario, args.client)
+        # The run's copy of the file says which client ran (a later key wins in YAML).
+        source_text += f"\n# --client {args.client}\nclient: {args.client}\n"
     recover()  # what a crashed dashboard or run left: its clients ended, its runs interrupted
     owned = None
     try:
@@ -363,6 +367,12 @@ def build_parser() -> argparse.ArgumentParser:
         "fault hurts brokers or the whole network and the scenario does not share it)",
     )
     run.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    run.add_argument(
+        "--client",
+        choices=("librdkafka", "java"),
+        help="the producer's client (default: the scenario's, librdkafka unless it says); "
+        "with --guarantee client-defaults each client's own defaults apply",
+    )
     run.set_defaults(func=cmd_run)
     runs = sub.add_parser("runs", help="list recorded runs")
     runs.add_argument("--json", action="store_true")

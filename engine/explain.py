@@ -22,6 +22,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from engine.checker import LevelCounts, Verdict
+from engine.client_evidence import client_evidence
 from engine.faults import KINDS
 from engine.levels import LEVELS
 from engine.streams import store_evidence
@@ -207,6 +208,7 @@ def explain(
                 "transactional producer's epoch stops those)."
             )
 
+    out.evidence.extend(client_evidence(history, level))  # the Java client's own reports
     if (stall := longest_lso_stall(history)) is not None:
         out.evidence.append(stall)
     if (late := wrote_after_leader_loss(history)) is not None:

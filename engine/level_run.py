@@ -27,6 +27,8 @@ from engine.cluster.base import Cluster
 from engine.errors import LabError
 from engine.failpoints import FailPoint
 from engine.history import HistoryFanOut, HistoryWriter, Tail, merge
+from engine.java_client import JAVA_PRODUCER_MAIN, ClientSettings, settings_for
+from engine.java_client import describe as describe_settings
 from engine.judge import EffectRows, LevelResult, LevelSettings, ReadBack, judge
 from engine.kafka import admin
 from engine.kafka.elr import (
@@ -63,6 +65,7 @@ PROCESSOR_MODES = {
     "idempotent-only": "commit-after",
     "exactly-once": "transactional",
     "idempotency-key": "commit-after",
+    "client-defaults": "commit-after",
 }
 
 
@@ -72,6 +75,20 @@ class RunFailed(LabError):
 
 def producer_config(scenario: Scenario, level: Level) -> dict[str, Any]:
     return {**level.producer, **scenario.producer_overrides.get(level.name, {})}
+
+
+def producer_client_settings(scenario: Scenario, level: Level) -> ClientSettings:
+    """The level's producer settings as the scenario's client gets them (engine/java_client)."""
+    return settings_for(scenario.client, producer_config(scenario, level))
+
+
+def client_note(settings: ClientSettings) -> str:
+    """The evidence's line on which client produced, with what it was handed."""
+    if settings.client == "librdkafka":
+        return ""
+    given = ", ".join(f"{k}={v}" for k, v in settings.config.items()) or "nothing but its names"
+    words = "; ".join(describe_settings(settings))
+    return f"The producer ran on the Java client (kafka-clients), given {given}. {words}".strip()
 
 
 class LevelRun:
@@ -102,7 +119,9 @@ class LevelRun:
         }
         self.started_at = time.time()
         # What the run's evidence must also say about how this level was run.
-        self.notes: list[str] = []
+        self.notes: list[str] = [
+            note for note in [client_note(producer_client_settings(scenario, level))] if note
+        ]
         # Fault points armed in the first instance of a role (a replacement runs unarmed).
         self.failpoints: dict[str, FailPoint] = {
             fault_target(f): point for f in scenario.faults if (point := armed_point(f))
@@ -134,6 +153,8 @@ class LevelRun:
         }
         if name == base and base in self.failpoints:
             spec["failpoint"] = self.failpoints[base].to_spec()
+        if base == "producer" and self.scenario.client == "java":
+            role, java = JAVA_PRODUCER_MAIN, True  # the same role, on the Java client
         process = RoleProcess(name=name, role=role, history=history, spec=spec, java=java)
         process.start(self.folder)
         self.processes.append(process)
@@ -145,7 +166,7 @@ class LevelRun:
             config: dict[str, Any] = {"acks": "all", "enable.idempotence": True}
             txn = None
         else:
-            config = producer_config(self.scenario, self.level)
+            config = producer_client_settings(self.scenario, self.level).config
             txn = None
             # A scenario about transactions themselves (aborted-transaction) makes every
             # level's producer transactional; the levels then differ in how they read.
@@ -540,7 +561,7 @@ class LevelRun:
             label=self.label(),
             started_at=self.started_at,
             duration_s=round(time.time() - self.started_at, 2),
-            producer_config=producer_config(self.scenario, self.level),
+            producer_config=producer_client_settings(self.scenario, self.level).config,
             consumer_config=self.level.consumer,
             notes=list(self.notes),
         )

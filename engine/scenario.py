@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from engine.errors import LabError
 from engine.faults import BROKER_FAULTS, Fault, kind_of
+from engine.java_client import UntranslatedSetting, to_java
 from engine.levels import CORE_LEVELS, LEVELS, STREAMS_LEVELS
 
 
@@ -119,6 +120,9 @@ class Scenario(_Strict):
     # as at-least-once duplicates >= 1). benchmarks/fidelity.py measures how often it does.
     teaches: dict[str, dict[str, str]] = Field(default_factory=dict)
     timeout_s: Annotated[float, Field(gt=0, le=600)] = 60.0
+    # The producer's client: librdkafka (confluent_kafka) or the Java client (kafka-clients),
+    # given the level's settings as engine/java_client.py translates them.
+    client: Literal["librdkafka", "java"] = "librdkafka"
 
     def unmet_expectations(self, results: dict[str, dict[str, Any]]) -> list[str]:
         """Where a run's results break this file's `expect` block, one line per broken promise.
@@ -239,6 +243,7 @@ class Scenario(_Strict):
         if self.shared_faults:
             self._check_shared_faults()
         self._check_streams_levels()
+        self._check_client()
         for level in self.producer_overrides:
             if level not in self.levels:
                 raise ValueError(
@@ -257,6 +262,19 @@ class Scenario(_Strict):
                 f"{', '.join(streams)} run the Kafka Streams processor: use pipeline: processor "
                 "and workload.partitions: 1"
             )
+
+    def _check_client(self) -> None:
+        """The Java client runs the producer role only: a processor pipeline's roles are
+        librdkafka's (issue 35's Kafka Streams processor is its own role)."""
+        if self.client == "java" and self.pipeline != "producer":
+            raise ValueError("client: java runs the producer; use pipeline: producer")
+        if self.client == "java":  # every level's settings must have a Java name, or a reason
+            for level in self.levels:
+                config = {**LEVELS[level].producer, **self.producer_overrides.get(level, {})}
+                try:
+                    to_java(config)
+                except UntranslatedSetting as exc:
+                    raise ValueError(f"producer_overrides.{level}: {exc}") from None
 
     def _check_shared_faults(self) -> None:
         if self.pipeline != "producer":
@@ -353,3 +371,15 @@ def meets(value: int, expectation: str) -> bool:
     if expectation.startswith("<="):
         return value <= int(expectation[2:])
     return value == int(expectation)
+
+
+def with_client(scenario: Scenario, client: str) -> Scenario:
+    """The scenario with its producer on `client` (librdkafka or java), validated again."""
+    if client == scenario.client:
+        return scenario
+    try:
+        return Scenario.model_validate(
+            {**scenario.model_dump(exclude_unset=True), "client": client}
+        )
+    except ValidationError as exc:
+        raise ScenarioError(f"{scenario.name}: {_describe(exc.errors()[0])}.") from None

@@ -16,6 +16,7 @@ from engine.teaching import (
     recorded_seconds,
     scenario_label,
 )
+from pages._client_choice import choose_client
 from pages._follow import follow_panel
 from pages._presenter import presenter_on
 from pages._roles import is_presenter
@@ -72,6 +73,10 @@ levels = level_picker.multiselect(
     default=scenario.levels,
     key=f"lab_levels_{name}",
 )
+with_chosen_client = choose_client(scenario, levels, key=f"lab_client_{name}")
+if with_chosen_client is None:
+    st.stop()
+scenario = with_chosen_client
 st.subheader(scenario.title)
 group = group_of(name)
 seconds = recorded_seconds(name)

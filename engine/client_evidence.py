@@ -1,0 +1,70 @@
+"""What the card says about the producer's client, from the run's own evidence.
+
+The Java producer (lab.roles.JavaProducer) records the settings its client resolved (the
+`start` event's `effective`, defaults included), the exception class each failed message's
+callback got, and the error a lost epoch came back as. Where those differ from what librdkafka
+does under the same fault (docs/java-client.md, measured in
+tests/integration/test_java_producer.py), the card says so.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+# librdkafka's defaults for the same names (CONFIGURATION.md, librdkafka 2.16).
+LIBRDKAFKA_DEFAULTS = {"enable.idempotence": False, "acks": "all", "retries": 2147483647}
+SHOWN = ("acks", "enable.idempotence", "retries", "max.in.flight.requests.per.connection")
+
+
+def _shown(name: str, value: Any) -> str:
+    if isinstance(value, bool):
+        return str(value).lower()
+    return "all" if name == "acks" and str(value) == "-1" else str(value)
+
+
+def _java_producer(event: dict[str, Any]) -> bool:
+    proc = str(event.get("proc", "")).split("#")[0]
+    return proc == "producer" and event.get("client") == "java"
+
+
+def client_evidence(history: Sequence[dict[str, Any]], level: str) -> list[str]:
+    """Lines on the Java client's own settings and reports; none for a librdkafka run."""
+    starts = [e for e in history if e.get("ev") == "start" and _java_producer(e)]
+    if not starts:
+        return []
+    java_procs = {e["proc"] for e in starts}
+    effective = starts[0].get("effective") or {}
+    settings = ", ".join(f"{k}={_shown(k, effective[k])}" for k in SHOWN if k in effective)
+    lines = [f"The producer was the Java client (kafka-clients); it resolved {settings}."]
+    if level == "client-defaults" and effective.get("enable.idempotence") is True:
+        lines.append(
+            "Given no delivery setting, the Java client chose an idempotent producer: its "
+            "retries carry its producer id and sequence numbers, so the broker recognises a "
+            "batch it already stored. librdkafka's default is enable.idempotence=false, so "
+            "the same lost ack makes a duplicate there."
+        )
+    failures = Counter(
+        (str(e.get("exception")), str(e.get("error")))
+        for e in history
+        if e.get("ev") == "fail" and e.get("proc") in java_procs and e.get("exception")
+    )
+    for (exception, error), n in failures.items():
+        lines.append(
+            f"The Java producer's callback got {exception} (`{error}`) for {n} message(s): "
+            "the exception the application sees."
+        )
+    lost_epoch = any(
+        e.get("proc") in java_procs
+        and e.get("ev") == "fenced"
+        and e.get("error") == "INVALID_TXN_STATE"
+        for e in history
+    )
+    if lost_epoch:
+        lines.append(
+            "The Java client reported the lost epoch as InvalidTxnStateException and went "
+            "into its fatal error state (librdkafka reports the same commit as a fenced "
+            "producer); the application started a new producer either way."
+        )
+    return lines
