@@ -96,9 +96,12 @@ def grid(scenario: Scenario) -> list[Point]:
     processor = scenario.pipeline == "processor"
     partitions = PARTITIONS if processor else (workload.partitions,)
     processing = PROCESSING_MS if processor else (workload.processing_ms,)
+    commit_every = COMMIT_EVERY
+    if scenario.runs_kafka_streams:  # the page offers neither (Kafka Streams' own timer)
+        partitions, commit_every = (workload.partitions,), (workload.commit_every,)
     return [
         Point(scenario.name, workload.messages, n, p, ms)
-        for n, p, ms in itertools.product(COMMIT_EVERY, partitions, processing)
+        for n, p, ms in itertools.product(commit_every, partitions, processing)
     ]
 
 

@@ -135,6 +135,12 @@ class Scenario(_Strict):
         """Where a run did not show what the scenario teaches (its `teaches` block)."""
         return _unmet(self.teaches, results)
 
+    @property
+    def runs_kafka_streams(self) -> bool:
+        """Its processor is the Kafka Streams application (java/, engine/streams.py), which
+        commits on its own timer (commit.interval.ms), not every commit_every messages."""
+        return any(level in STREAMS_LEVELS for level in self.levels)
+
     def cannot_teach(self) -> str | None:
         """Why these settings cannot make the lesson, said before a run; None if they can.
 
@@ -142,6 +148,11 @@ class Scenario(_Strict):
         consumed message or output needs k messages.
         """
         workload = self.workload
+        if self.runs_kafka_streams and workload.partitions != 1:
+            return (
+                "The Kafka Streams application counts each account in one task, with no "
+                "repartition topic, so it reads one input partition: set Partitions to 1."
+            )
         batches = -(-workload.messages // workload.commit_every)
         for fault in self.faults:
             when = fault.when

@@ -101,14 +101,22 @@ run_slot, parameters = st.columns([1, 9], vertical_alignment="top")
 with parameters.expander("Parameters"):
     left, right = st.columns(2)
     messages = left.number_input("Messages", 1, 10_000, workload.messages)
-    commit_every = right.number_input(
-        "Messages per commit or transaction", 1, 1000, workload.commit_every
-    )
-    changes: dict[str, int | float] = {"messages": int(messages), "commit_every": int(commit_every)}
-    if scenario.pipeline == "processor":
+    changes: dict[str, int | float] = {"messages": int(messages)}
+    if scenario.runs_kafka_streams:
+        # Kafka Streams commits on its own timer, and the lab's application reads one partition.
+        right.caption(
+            "Kafka Streams commits every commit.interval.ms (30 s at at_least_once, 100 ms at "
+            "exactly_once_v2), not every N messages; its counts need one input partition."
+        )
+    else:
+        changes["commit_every"] = int(
+            right.number_input("Messages per commit or transaction", 1, 1000, workload.commit_every)
+        )
+    if scenario.pipeline == "processor" and not scenario.runs_kafka_streams:
         changes["partitions"] = int(
             left.number_input("Partitions", 1, 12, workload.partitions, key=f"lab_parts_{name}")
         )
+    if scenario.pipeline == "processor":
         changes["processing_ms"] = float(
             right.number_input(
                 "Processing time per message (ms)",

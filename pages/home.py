@@ -71,3 +71,26 @@ for column, name in zip(st.columns(2), ("idempotent-only", "idempotency-key"), s
         st.markdown(f"**Broken by.** {level.broken_by}")
         st.caption("Producer settings")
         st.code(json.dumps(level.producer, indent=1), language="json")
+
+st.header("Kafka Streams, and each client's own defaults")
+st.caption(
+    "A Kafka Streams application (Kafka Streams 4.1.2, in its own JVM) at its two "
+    "processing.guarantee values, one setting apart; and a level that names no delivery "
+    "setting, run on librdkafka or on the Java producer (the Failure lab's client choice)."
+)
+OTHER_LEVELS = ("streams-at-least-once", "streams-exactly-once", "client-defaults")
+for column, name in zip(st.columns(3), OTHER_LEVELS, strict=True):
+    level = LEVELS[name]
+    with column, st.container(border=True):
+        st.subheader(level.title)
+        st.markdown(f"**Promise.** {level.promise}")
+        st.markdown(f"**Broken by.** {level.broken_by}")
+        if level.extra:
+            st.caption("The application's setting")
+            st.code(json.dumps(level.extra, indent=1), language="json")
+        st.caption(
+            "Producer settings Kafka Streams applies"
+            if "processing.guarantee" in level.extra
+            else "Producer settings (none: the client's own defaults decide)"
+        )
+        st.code(json.dumps(level.producer, indent=1), language="json")

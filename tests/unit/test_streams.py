@@ -138,3 +138,29 @@ def test_the_pages_rows_put_the_store_beside_the_truth():
     ]
     assert restore_line(history_of_a_crash()).startswith("processor#2 restored 2 records")
     assert store_rows([{"proc": "processor", "ev": "consumed", "id": 1}], [1]) is None
+
+
+def test_more_than_one_input_partition_is_refused_before_the_run() -> None:
+    from engine.scenario import list_scenarios, load_scenario
+
+    scenario = load_scenario(list_scenarios()["streams-crash"])
+    assert scenario.runs_kafka_streams and scenario.cannot_teach() is None
+    three = scenario.model_copy(
+        update={"workload": scenario.workload.model_copy(update={"partitions": 3})}
+    )
+    assert "one input partition" in (three.cannot_teach() or "")
+    # The contrast: the Python processor's scenarios take three partitions.
+    crash = load_scenario(list_scenarios()["consumer-crash"])
+    crash3 = crash.model_copy(
+        update={"workload": crash.workload.model_copy(update={"partitions": 3})}
+    )
+    assert not crash.runs_kafka_streams and crash3.cannot_teach() is None
+
+
+def test_the_fidelity_grid_offers_what_the_page_offers_a_streams_scenario() -> None:
+    from benchmarks.fidelity import PROCESSING_MS, grid
+    from engine.scenario import list_scenarios, load_scenario
+
+    points = grid(load_scenario(list_scenarios()["streams-crash"]))
+    assert {p.partitions for p in points} == {1} and len(points) == len(PROCESSING_MS)
+    assert len(grid(load_scenario(list_scenarios()["consumer-crash"]))) > len(points)
