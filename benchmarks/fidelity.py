@@ -2,13 +2,16 @@
 
     .venv/bin/python -m benchmarks.fidelity                       # every scenario, twice
     .venv/bin/python -m benchmarks.fidelity --repeats 1 --only consumer-crash,zombie
+    .venv/bin/python -m benchmarks.fidelity --repeats 1 --client java --only ack-loss
 
 A scenario's `teaches` block says what must show for its lesson to be made (for example
 at-least-once duplicates >= 1). The grid is what the Failure lab lets a user change:
 messages per commit 1, 2, 5, 10 and 20 at the file's number of messages, and for processor
 scenarios also partitions 1 and 3 and processing times of 0, 10 and 40 ms per message. A
 point whose settings cannot make the lesson (`Scenario.cannot_teach`, which the page shows
-before a run and refuses to run) is listed as refused, not run.
+before a run and refuses to run) is listed as refused, not run. A Kafka Streams scenario
+offers only the processing time (Kafka Streams commits on its own timer, on one partition).
+`--client java` runs the producer scenarios' producer on the Java client.
 
 Starts its own warm clusters (a 1-node one, and a 3-node one for the 3-node scenarios) and
 prints a Markdown table for benchmarks/README.md; `--json` keeps every run's outcome.
@@ -38,7 +41,7 @@ from pathlib import Path
 from engine.cluster.embedded import EmbeddedCluster
 from engine.errors import LabError
 from engine.runner import run_scenario
-from engine.scenario import Scenario, list_scenarios, load_scenario
+from engine.scenario import Scenario, list_scenarios, load_scenario, with_client
 
 COMMIT_EVERY = (1, 2, 5, 10, 20)
 # The events each armable role writes (engine.roles), where a fault point may land.
@@ -258,11 +261,18 @@ def main() -> None:
     parser.add_argument(
         "--moving", action="store_true", help="move each armed fault point over its role's events"
     )
+    parser.add_argument(
+        "--client",
+        choices=("librdkafka", "java"),
+        help="run the producer scenarios' producer on this client (the Failure lab's choice)",
+    )
     args = parser.parse_args()
     os.environ.setdefault("LAB_STATE_DIR", tempfile.mkdtemp(prefix="lab-fidelity-"))
     os.environ.setdefault("LAB_RUNS_DIR", tempfile.mkdtemp(prefix="lab-fidelity-runs-"))
     names = args.only.split(",") if args.only else list(list_scenarios())
     scenarios = {name: load_scenario(list_scenarios()[name]) for name in names}
+    if args.client:
+        scenarios = {name: with_client(s, args.client) for name, s in scenarios.items()}
     clusters: dict[int, EmbeddedCluster] = {}
     points: list[Point] = []
     moving: list[dict] = []
