@@ -198,6 +198,7 @@ LIVE = [
     ("ack-loss", SIZES[1], True),
     ("consumer-crash", SIZES[0], True),
     ("consumer-crash", SIZES[1], False),
+    ("streams-crash", SIZES[0], False),  # the Kafka Streams application's JVMs, from the page
 ]
 
 
