@@ -13,15 +13,9 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-# librdkafka's defaults for the same names (CONFIGURATION.md, librdkafka 2.16).
-LIBRDKAFKA_DEFAULTS = {"enable.idempotence": False, "acks": "all", "retries": 2147483647}
+from engine.java_client import java_value
+
 SHOWN = ("acks", "enable.idempotence", "retries", "max.in.flight.requests.per.connection")
-
-
-def _shown(name: str, value: Any) -> str:
-    if isinstance(value, bool):
-        return str(value).lower()
-    return "all" if name == "acks" and str(value) == "-1" else str(value)
 
 
 def _java_producer(event: dict[str, Any]) -> bool:
@@ -36,7 +30,7 @@ def client_evidence(history: Sequence[dict[str, Any]], level: str) -> list[str]:
         return []
     java_procs = {e["proc"] for e in starts}
     effective = starts[0].get("effective") or {}
-    settings = ", ".join(f"{k}={_shown(k, effective[k])}" for k in SHOWN if k in effective)
+    settings = ", ".join(f"{k}={java_value(k, effective[k])}" for k in SHOWN if k in effective)
     lines = [f"The producer was the Java client (kafka-clients); it resolved {settings}."]
     if level == "client-defaults" and effective.get("enable.idempotence") is True:
         lines.append(

@@ -213,7 +213,7 @@ def explain(
         out.evidence.append(stall)
     if (late := wrote_after_leader_loss(history)) is not None:
         out.evidence.append(late)
-    out.evidence.extend(store_evidence(list(history), [v.id for v in verdicts]))
+    out.evidence.extend(store_evidence(history, [v.id for v in verdicts]))
     duplicated = [v for v in verdicts if v.copies > 1]
     if counts.duplicates and duplicated:
         ids = [v.id for v in duplicated]

@@ -119,9 +119,9 @@ class LevelRun:
         }
         self.started_at = time.time()
         # What the run's evidence must also say about how this level was run.
-        self.notes: list[str] = [
-            note for note in [client_note(producer_client_settings(scenario, level))] if note
-        ]
+        self.producer_settings = producer_client_settings(scenario, level)
+        note = client_note(self.producer_settings)
+        self.notes: list[str] = [note] if note else []
         # Fault points armed in the first instance of a role (a replacement runs unarmed).
         self.failpoints: dict[str, FailPoint] = {
             fault_target(f): point for f in scenario.faults if (point := armed_point(f))
@@ -166,7 +166,7 @@ class LevelRun:
             config: dict[str, Any] = {"acks": "all", "enable.idempotence": True}
             txn = None
         else:
-            config = producer_client_settings(self.scenario, self.level).config
+            config = self.producer_settings.config
             txn = None
             # A scenario about transactions themselves (aborted-transaction) makes every
             # level's producer transactional; the levels then differ in how they read.
@@ -561,7 +561,7 @@ class LevelRun:
             label=self.label(),
             started_at=self.started_at,
             duration_s=round(time.time() - self.started_at, 2),
-            producer_config=producer_client_settings(self.scenario, self.level).config,
+            producer_config=self.producer_settings.config,
             consumer_config=self.level.consumer,
             notes=list(self.notes),
         )

@@ -265,10 +265,10 @@ class Scenario(_Strict):
     def _check_streams_levels(self) -> None:
         """The Kafka Streams role counts per account without a repartition topic, so every
         payment of an account must reach the same task: one input partition."""
-        streams = [name for name in self.levels if name in STREAMS_LEVELS]
-        if not streams:
+        if not self.runs_kafka_streams:
             return
         if self.pipeline != "processor" or self.workload.partitions != 1:
+            streams = [name for name in self.levels if name in STREAMS_LEVELS]
             raise ValueError(
                 f"{', '.join(streams)} run the Kafka Streams processor: use pipeline: processor "
                 "and workload.partitions: 1"
@@ -276,7 +276,7 @@ class Scenario(_Strict):
 
     def _check_client(self) -> None:
         """The Java client runs the producer role only: a processor pipeline's roles are
-        librdkafka's (issue 35's Kafka Streams processor is its own role)."""
+        librdkafka's (the Kafka Streams processor is its own role)."""
         if self.client == "java" and self.pipeline != "producer":
             raise ValueError("client: java runs the producer; use pipeline: producer")
         if self.client == "java":  # every level's settings must have a Java name, or a reason

@@ -16,7 +16,7 @@ without the role: `payments_made` is the truth, `counted` what the store says.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -28,6 +28,8 @@ from engine.scenario import Scenario
 STREAMS_MAIN = "lab.roles.StreamsProcessor"
 # Accounts the payments are spread over (id % ACCOUNTS): 30 payments make 3 per account.
 ACCOUNTS = 10
+# Over-counted accounts named one by one in the evidence; the rest are summed up.
+MISCOUNTS_SHOWN = 3
 
 
 def is_streams_level(level: Level) -> bool:
@@ -52,13 +54,20 @@ class AccountTotals:
     sum: int
 
 
+def add_payment(
+    totals: dict[int, AccountTotals], message_id: int, accounts: int = ACCOUNTS
+) -> None:
+    """Count one payment into its account's totals (as the role's store does)."""
+    account = account_of(message_id, accounts)
+    was = totals.get(account, AccountTotals(0, 0))
+    totals[account] = AccountTotals(was.count + 1, was.sum + amount_of(message_id))
+
+
 def payments_made(ledger: Iterable[int], accounts: int = ACCOUNTS) -> dict[int, AccountTotals]:
     """What each account really made: the truth the store's counts are compared with."""
     made: dict[int, AccountTotals] = {}
     for message_id in ledger:
-        account = account_of(message_id, accounts)
-        was = made.get(account, AccountTotals(0, 0))
-        made[account] = AccountTotals(was.count + 1, was.sum + amount_of(message_id))
+        add_payment(made, message_id, accounts)
     return made
 
 
@@ -162,14 +171,11 @@ def store_at_end(history: Iterable[dict[str, Any]]) -> dict[int, AccountTotals] 
                 for a, t in (event.get("accounts") or {}).items()
             }
         elif ev == "consumed" and opened is not None and proc == opened["proc"]:
-            message_id = int(event["id"])
-            account = account_of(message_id)
-            was = store.get(account, AccountTotals(0, 0))
-            store[account] = AccountTotals(was.count + 1, was.sum + amount_of(message_id))
+            add_payment(store, int(event["id"]))
     return None if opened is None else store
 
 
-def store_evidence(history: list[dict[str, Any]], ledger: list[int]) -> list[str]:
+def store_evidence(history: Sequence[dict[str, Any]], ledger: list[int]) -> list[str]:
     """The changelog's restore and the store's counts beside the truth, in the room's words
     (engine.explain adds them to a Kafka Streams level's evidence)."""
     store = store_at_end(history)
@@ -203,7 +209,3 @@ def store_evidence(history: list[dict[str, Any]], ledger: list[int]) -> list[str
             f"({len(made)} accounts, {len(ledger)} payments)."
         )
     return lines
-
-
-# Over-counted accounts named one by one in the evidence; the rest are summed up.
-MISCOUNTS_SHOWN = 3

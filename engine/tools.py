@@ -4,6 +4,7 @@ and Maven (which fetches the jars of Kafka, Spark's Kafka connector and the yard
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import shutil
@@ -45,6 +46,7 @@ def find_java() -> str:
     raise MissingToolError(f"Java was not found on PATH. {JAVA_HINT}")
 
 
+@functools.cache  # a JVM start each time: every Java role's start asks (engine/java_roles.py)
 def java_major_version(java: str) -> int | None:
     """Parse `java -version` output ("17.0.15", "1.8.0_392") into its major version."""
     try:
