@@ -252,11 +252,19 @@ public final class JavaProducer {
    * error: the Kafka protocol's name for it (as librdkafka's err.name() gives for broker
    * errors), reason: its message, exception: the Java class the application's callback got.
    */
+  /** How kafka-clients' Sender words a batch it expired (Sender.sendProducerData). */
+  static final String EXPIRED = "has passed since batch creation";
+
   static Map<String, Object> describe(Exception e) {
     Throwable cause =
         e instanceof KafkaException && e.getCause() instanceof KafkaException ? e.getCause() : e;
     String name = Errors.forException(cause).name();
-    if (name.equals("UNKNOWN_SERVER_ERROR") && cause instanceof TimeoutException) {
+    if (cause instanceof TimeoutException && String.valueOf(cause.getMessage()).contains(EXPIRED)) {
+      // The client's own give-up (Sender fails a batch older than delivery.timeout.ms with
+      // a TimeoutException it makes), not the broker's REQUEST_TIMED_OUT, which the same
+      // class also carries: named as librdkafka names its twin, so the card says the same.
+      name = "_MSG_TIMED_OUT";
+    } else if (name.equals("UNKNOWN_SERVER_ERROR") && cause instanceof TimeoutException) {
       name = "REQUEST_TIMED_OUT";
     }
     return History.attrs(
