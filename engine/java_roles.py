@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import shutil
+import time
 from pathlib import Path
 
 from engine import paths
@@ -22,7 +23,10 @@ JAVA_POM = JAVA_DIR / "pom.xml"
 _MARKER = ".built-from"
 
 
-KEEP_BUILDS = 6  # older builds are deleted (each holds the ~90 MB classpath)
+KEEP_BUILDS = 6  # older builds are deleted (each holds the ~90 MB classpath)...
+# ...once none has used them for this long: another checkout sharing the cache may be about
+# to start a role from one (each use touches its marker).
+UNUSED_FOR_S = 3600
 
 
 def builds_dir() -> Path:
@@ -52,6 +56,7 @@ def ensure_java_roles(*, offline: bool = False) -> Path:
     """Build the Java roles if their sources changed since the last build; their libs folder."""
     libs = libs_dir()
     if java_roles_ready(libs):
+        (libs / _MARKER).touch()  # in use: not pruned by another checkout's build
         return libs
     if not shutil.which("javac"):
         raise MissingToolError(
@@ -75,13 +80,14 @@ def ensure_java_roles(*, offline: bool = False) -> Path:
 
 
 def _prune_old_builds() -> None:
-    builds = sorted(
-        (d for d in builds_dir().iterdir() if d.is_dir()),
-        key=lambda d: d.stat().st_mtime,
-        reverse=True,
-    )
+    def last_used(build: Path) -> float:
+        marker = build / "libs" / _MARKER
+        return marker.stat().st_mtime if marker.exists() else build.stat().st_mtime
+
+    builds = sorted((d for d in builds_dir().iterdir() if d.is_dir()), key=last_used, reverse=True)
     for old in builds[KEEP_BUILDS:]:
-        shutil.rmtree(old, ignore_errors=True)
+        if time.time() - last_used(old) > UNUSED_FOR_S:
+            shutil.rmtree(old, ignore_errors=True)
 
 
 def java_command(main_class: str, *args: str) -> list[str]:

@@ -42,7 +42,7 @@ public final class StreamsProcessor {
     Map<String, Object> spec = Spec.load(args);
     FailPoint point = FailPoint.fromSpec(spec);
     History raw = new History((String) spec.get("history"), (String) spec.get("name"), point);
-    StreamsHistory history = new StreamsHistory(raw, spec);
+    StreamsHistory history = new StreamsHistory(raw);
     String input = (String) spec.get("input");
     String output = (String) spec.get("output");
 
