@@ -32,6 +32,8 @@ class RoleProcess:
     killed: bool = False
     started_at: float = field(default_factory=time.time)
     java: bool = False  # `role` is a main class in java/ (engine/java_roles.py)
+    log_path: Path | None = None
+    exit_code: int | None = None  # once it has exited and been reaped
 
     @property
     def base(self) -> str:
@@ -40,7 +42,8 @@ class RoleProcess:
     def start(self, folder: Path) -> RoleProcess:
         spec_path = folder / f"{self.name.replace('#', '-')}.spec.json"
         spec_path.write_text(json.dumps(self.spec, indent=1, default=str))
-        log = (folder / f"{self.name.replace('#', '-')}.log").open("ab")
+        self.log_path = folder / f"{self.name.replace('#', '-')}.log"
+        log = self.log_path.open("ab")
         env = {**os.environ, "PYTHONPATH": str(paths.REPO_ROOT)}
         io: dict[str, Any] = {
             "env": env,
@@ -66,17 +69,30 @@ class RoleProcess:
     def alive(self) -> bool:
         if self.popen is None:
             return False
-        if self.popen.poll() is None:
+        code = self.popen.poll()
+        if code is None:
             return True
-        leash.forget(self.popen.pid)  # exited and reaped: no later dashboard need end it
+        if self.exit_code is None:
+            self.exit_code = code
+            leash.forget(self.popen.pid)  # exited and reaped: no later dashboard need end it
+            self._note_exit(code)
         return False
+
+    def _note_exit(self, code: int) -> None:
+        """The exit code at the end of the role's log: a role that dies without a word (a
+        silent SIGKILL, its leash's halt) still says how it ended."""
+        if self.log_path is None:
+            return
+        with contextlib.suppress(OSError), self.log_path.open("a") as log:
+            log.write(f"[lab] {self.name} {exit_words(code, killed=self.killed)}\n")
 
     def kill(self) -> None:
         """SIGKILL: no clean-up, no flush, no commit."""
         if self.alive():
+            self.killed = True
             os.kill(self.popen.pid, signal.SIGKILL)  # type: ignore[union-attr]
             self.popen.wait(10)  # type: ignore[union-attr]
-            leash.forget(self.pid)
+            self.alive()  # reaped: its exit noted
         self.killed = True
 
     def pause(self) -> None:
@@ -98,14 +114,36 @@ class RoleProcess:
             os.kill(self.popen.pid, signal.SIGTERM)  # type: ignore[union-attr]
         try:
             self.popen.wait(timeout)  # type: ignore[union-attr]
-            leash.forget(self.pid)
+            self.alive()  # reaped: its exit noted
         except subprocess.TimeoutExpired:
             self.kill()
 
     def wait(self, timeout: float) -> bool:
         try:
             self.popen.wait(timeout)  # type: ignore[union-attr]
-            leash.forget(self.pid)
+            self.alive()  # reaped: its exit noted
             return True
         except subprocess.TimeoutExpired:
             return False
+
+
+# Exit codes the lab's roles give themselves (engine/roles, java/.../roles).
+ROLE_EXIT_CODES = {
+    0: "finished",
+    3: "stopped on an error it wrote to its history",
+    4: "gave up on a client call that hung",
+    70: "halted by its leash: the process that started it was gone",
+}
+
+
+def exit_words(code: int, *, killed: bool = False) -> str:
+    """How a role's process ended, from its exit code: "exited 70 (halted by its leash...)"."""
+    if code < 0:
+        name = signal.Signals(-code).name if -code in signal.valid_signals() else str(-code)
+        by = (
+            "from the lab (the scenario's crash, or the run's end)"
+            if killed
+            else "not from the lab (the kernel's parent-death signal, the OOM killer, a person)"
+        )
+        return f"was ended by {name}, {by}"
+    return f"exited {code} ({ROLE_EXIT_CODES.get(code, 'a code the lab does not give')})"

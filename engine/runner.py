@@ -35,7 +35,7 @@ from engine.nemesis import (
     Nemesis,
     reaches_beyond_level,
 )
-from engine.processes import RoleProcess
+from engine.processes import RoleProcess, exit_words
 from engine.scenario import Scenario
 
 __all__ = ["LevelRun", "RunFailed", "producer_config", "run_scenario", "schedule_of"]
@@ -317,9 +317,11 @@ def _wait_for_event(processes: list[RoleProcess], event: str, timeout: float) ->
             if any(e.get("ev") == event for e in tails[id(process)].read_new()):
                 waiting.remove(process)
             elif not process.alive():
+                code = process.exit_code
+                ended = "exited" if code is None else exit_words(code, killed=process.killed)
                 raise RunFailed(
-                    f"{process.name} ({process.history.parent.name}) exited before it started; "
-                    "its log is in the run folder"
+                    f"{process.name} ({process.history.parent.name}) {ended} before it "
+                    "started; its log is in the run folder"
                 )
         if waiting and time.time() > deadline:
             raise RunFailed(f"{len(waiting)} process(es) did not start within {timeout:.0f}s")
