@@ -45,6 +45,15 @@ def client_evidence(history: Sequence[dict[str, Any]], level: str) -> list[str]:
         if e.get("ev") == "fail" and e.get("proc") in java_procs and e.get("exception")
     )
     for (exception, error), n in failures.items():
+        if error == "_MSG_TIMED_OUT":  # the Sender's own expiry (JavaProducer.describe)
+            lines.append(
+                f"The Java producer's callback got {exception} for {n} message(s): the "
+                "client gave up when delivery.timeout.ms had passed while it retried, and the "
+                "broker's last answer never reached the application (librdkafka reports the "
+                "same give-up as a timed-out message, `_MSG_TIMED_OUT`; "
+                "tests/integration/test_client_errors.py)."
+            )
+            continue
         lines.append(
             f"The Java producer's callback got {exception} (`{error}`) for {n} message(s): "
             "the exception the application sees."

@@ -169,3 +169,21 @@ def test_a_java_scenario_with_a_setting_the_table_lacks_is_refused_when_read():
     assert parse_scenario(odd).client == "librdkafka"  # librdkafka takes its own names
     with pytest.raises(ScenarioError, match=r"producer_overrides\.at-least-once: 'queue"):
         parse_scenario(odd + "client: java\n")
+
+
+def test_the_card_says_a_java_delivery_timeout_is_the_clients_own_give_up():
+    expired = {
+        "proc": "producer",
+        "ev": "fail",
+        "id": 0,
+        "error": "_MSG_TIMED_OUT",
+        "reason": "Expiring 1 record(s) for t-0:6001 ms has passed since batch creation",
+        "exception": "TimeoutException",
+    }
+    lines = client_evidence([_start("java", False), expired, {**expired, "id": 1}], "x")
+    assert "got TimeoutException for 2 message(s): the client gave up" in lines[1]
+    assert "`_MSG_TIMED_OUT`" in lines[1] and "broker timed out" not in lines[1]
+    # The contrast: the broker's REQUEST_TIMED_OUT, carried by the same Java class, is named.
+    broker = {**expired, "error": "REQUEST_TIMED_OUT", "reason": "The request timed out."}
+    said = client_evidence([_start("java", False), broker], "x")[1]
+    assert "got TimeoutException (`REQUEST_TIMED_OUT`) for 1 message(s)" in said
