@@ -23,8 +23,13 @@ def _java_producer(event: dict[str, Any]) -> bool:
     return proc == "producer" and event.get("client") == "java"
 
 
-def client_evidence(history: Sequence[dict[str, Any]], level: str) -> list[str]:
-    """Lines on the Java client's own settings and reports; none for a librdkafka run."""
+def client_evidence(
+    history: Sequence[dict[str, Any]], level: str, *, reordered: int = 0
+) -> list[str]:
+    """Lines on the Java client's own settings and reports; none for a librdkafka run.
+
+    `reordered`: how many messages the checker found stored out of order at this level.
+    """
     starts = [e for e in history if e.get("ev") == "start" and _java_producer(e)]
     if not starts:
         return []
@@ -57,6 +62,15 @@ def client_evidence(history: Sequence[dict[str, Any]], level: str) -> list[str]:
         lines.append(
             f"The Java producer's callback got {exception} (`{error}`) for {n} message(s): "
             "the exception the application sees."
+        )
+    if reordered and effective.get("enable.idempotence") is False:
+        lines.append(
+            f"{reordered} message(s) out of order, from the Java client's retries: a "
+            "kafka-clients producer without idempotence puts each failed batch back at the "
+            "head of its queue (RecordAccumulator.reenqueue), so requests that failed together "
+            "were sent again last-first; an idempotent one puts them back in sequence order. "
+            "librdkafka resends them in their first order (leader-moves at at-least-once kept "
+            "the order in each of its 5 fidelity runs on librdkafka, benchmarks/README.md)."
         )
     lost_epoch = any(
         e.get("proc") in java_procs

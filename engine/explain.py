@@ -208,7 +208,8 @@ def explain(
                 "transactional producer's epoch stops those)."
             )
 
-    out.evidence.extend(client_evidence(history, level))  # the Java client's own reports
+    # The Java client's own reports.
+    out.evidence.extend(client_evidence(history, level, reordered=counts.reordered))
     if (stall := longest_lso_stall(history)) is not None:
         out.evidence.append(stall)
     if (late := wrote_after_leader_loss(history)) is not None:

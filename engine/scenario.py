@@ -75,6 +75,16 @@ class AutoCommit(_Strict):
     await_before_output: bool = False
 
 
+class OnJava(_Strict):
+    """Where the Java client behaves differently under this file's faults (measured): what the
+    story adds, its sources, and the levels whose `expect` and `teaches` it replaces."""
+
+    note: Annotated[str, Field(min_length=20)]
+    sources: list[Source] = Field(default_factory=list)
+    expect: dict[str, dict[str, str]] = Field(default_factory=dict)
+    teaches: dict[str, dict[str, str]] = Field(default_factory=dict)
+
+
 class Scenario(_Strict):
     name: str
     title: str
@@ -123,6 +133,8 @@ class Scenario(_Strict):
     # The producer's client: librdkafka (confluent_kafka) or the Java client (kafka-clients),
     # given the level's settings as engine/java_client.py translates them.
     client: Literal["librdkafka", "java"] = "librdkafka"
+    # With `client: java` (with_client): the story's addition and the levels' expectations.
+    on_java: OnJava | None = None
 
     def unmet_expectations(self, results: dict[str, dict[str, Any]]) -> list[str]:
         """Where a run's results break this file's `expect` block, one line per broken promise.
@@ -203,7 +215,8 @@ class Scenario(_Strict):
 
     @model_validator(mode="after")
     def _expectations_are_well_formed(self) -> Scenario:
-        for block in (self.expect, self.teaches):
+        java = (self.on_java.expect, self.on_java.teaches) if self.on_java else ()
+        for block in (self.expect, self.teaches, *java):
             for level, fields in block.items():
                 for field, expectation in fields.items():
                     if not re.fullmatch(rf"\s*{EXPECTATION}\s*", expectation):
@@ -277,6 +290,8 @@ class Scenario(_Strict):
     def _check_client(self) -> None:
         """The Java client runs the producer role only: a processor pipeline's roles are
         librdkafka's (the Kafka Streams processor is its own role)."""
+        if self.on_java is not None and self.pipeline != "producer":
+            raise ValueError("on_java describes the Java producer; use pipeline: producer")
         if self.client == "java" and self.pipeline != "producer":
             raise ValueError("client: java runs the producer; use pipeline: producer")
         if self.client == "java":  # every level's settings must have a Java name, or a reason
@@ -388,9 +403,14 @@ def with_client(scenario: Scenario, client: str) -> Scenario:
     """The scenario with its producer on `client` (librdkafka or java), validated again."""
     if client == scenario.client:
         return scenario
+    fields = {**scenario.model_dump(exclude_unset=True), "client": client}
+    if client == "java" and scenario.on_java is not None:
+        java = scenario.on_java
+        fields["story"] = f"{scenario.story.rstrip()}\n\n**On the Java client:** {java.note}"
+        fields["sources"] = [s.model_dump() for s in (*scenario.sources, *java.sources)]
+        fields["expect"] = {**scenario.expect, **java.expect}
+        fields["teaches"] = {**scenario.teaches, **java.teaches}
     try:
-        return Scenario.model_validate(
-            {**scenario.model_dump(exclude_unset=True), "client": client}
-        )
+        return Scenario.model_validate(fields)
     except ValidationError as exc:
         raise ScenarioError(f"{scenario.name}: {_describe(exc.errors()[0])}.") from None

@@ -55,6 +55,13 @@ def scenario_section(name: str, scenario: Scenario) -> list[str]:
         lines.append("")
     if scenario.sources:
         lines += ["Sources: " + "; ".join(_source(s.label, s.url) for s in scenario.sources), ""]
+    if (java := scenario.on_java) is not None:
+        lines += [f"**On the Java client** (`--client java`): {' '.join(java.note.split())}", ""]
+        if java.teaches:
+            lines += ["What every Java run must show instead:", "", *_bounds(java.teaches), ""]
+        if java.sources:
+            sources = "; ".join(_source(s.label, s.url) for s in java.sources)
+            lines += [f"Sources: {sources}", ""]
     return lines
 
 

@@ -187,3 +187,30 @@ def test_the_card_says_a_java_delivery_timeout_is_the_clients_own_give_up():
     broker = {**expired, "error": "REQUEST_TIMED_OUT", "reason": "The request timed out."}
     said = client_evidence([_start("java", False), broker], "x")[1]
     assert "got TimeoutException (`REQUEST_TIMED_OUT`) for 1 message(s)" in said
+
+
+def test_the_card_says_where_the_java_clients_retries_reordered():
+    java_plain = _start("java", False)
+    lines = client_evidence([java_plain], "at-least-once", reordered=12)
+    assert "12 message(s) out of order, from the Java client's retries" in lines[-1]
+    assert "RecordAccumulator.reenqueue" in lines[-1]
+    # The contrasts: no reordering, an idempotent Java producer, a librdkafka run.
+    assert not any("out of order" in x for x in client_evidence([java_plain], "x"))
+    idempotent = client_evidence([_start("java", True)], "x", reordered=3)
+    assert not any("out of order" in x for x in idempotent)
+    assert client_evidence([_start(None, False)], "x", reordered=3) == []
+
+
+def test_leader_moves_on_java_teaches_the_java_clients_own_lesson():
+    """Its file's on_java block: the story says what differs, and the expectations follow."""
+    scenario = load_scenario(list_scenarios()["leader-moves"])
+    assert "reordered" in scenario.teaches["at-least-once"]
+    java = with_client(scenario, "java")
+    assert "**On the Java client:**" in java.story
+    assert "reordered" not in java.teaches["at-least-once"]
+    assert java.teaches["idempotent-only"]["reordered"] == "0"
+    assert any("reenqueue" in s.label for s in java.sources)
+    # The contrast: a scenario without an on_java block is the same file on either client.
+    ack_loss = load_scenario(list_scenarios()["ack-loss"])
+    on_java = with_client(ack_loss, "java")
+    assert (on_java.story, on_java.teaches) == (ack_loss.story, ack_loss.teaches)
