@@ -108,6 +108,13 @@ SPARK_AUTOSTART = _setting(
     "1: the presenter's dashboard starts Spark when it opens; 0: when Metrics is opened.",
     "1",
 )
+STREAMING_METRICS = _setting(
+    "LAB_STREAMING_METRICS",
+    "Dashboard",
+    "1: when Spark is up, the presenter's runs are followed by Spark streaming queries, so "
+    "their metrics are final about a second after the verdict; 0: computed after the run.",
+    "1",
+)
 ONE_LEVEL_AT_A_TIME = _setting(
     "LAB_ONE_LEVEL_AT_A_TIME",
     "Dashboard",

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from engine.metrics.streaming import RunFollower
 
 RECORD_SOURCE = "the records saved with the run"
+STREAM_SOURCE = "Kafka, followed while the run ran (Spark Structured Streaming)"
 # From this many verdict rows (levels x messages) on, a run is big: its metrics are computed
 # in a process of their own with big-run settings (session.big_run_environment), so the
 # dashboard's session keeps the settings that make a class's runs fast.
@@ -78,8 +79,6 @@ def compute_and_save(
     judged = None
     if follower is not None:
         spark = spark or follower.spark
-        from engine.metrics.streaming import STREAM_SOURCE
-
         try:
             frames = follower.finish()
             output, judged = run_metrics(

@@ -1,16 +1,16 @@
-"""Spark's metrics that follow a run: Structured Streaming queries started with the run.
+"""Spark's metrics that follow a run: a Structured Streaming query started with the run.
 
-A RunFollower starts two streaming queries on the dashboard's SparkSession when a run
-starts, one per isolation level (Spark's Kafka source, `kafka.isolation.level`), over the
-run's judged topics. Each micro-batch appends the records it read (topic, partition,
-offset, value: the Kafka source's columns, a few bytes each) to an in-memory table (Spark's
-memory sink), so that when the run ends only its last records remain to be read. Then
-`finish` runs one last micro-batch per query (processAllAvailable), checks that each query
-has read up to what Kafka holds at that isolation (the high watermark, the last stable
-offset), and hands the two tables to the same judgement as the batch job
-(engine.metrics.summary.judge, its SQL in engine.metrics.sql): one definition of every
-count, whichever way the records were read. The run's history is read at the end from the
-run folder, as the batch job reads it: it is a few hundred kilobytes.
+A RunFollower starts one streaming query on the dashboard's SparkSession when a run
+starts, over two of Spark's Kafka sources on the run's judged topics, one per isolation
+level (`kafka.isolation.level`). Each micro-batch appends the records it read (isolation,
+topic, partition, offset, value: the Kafka source's columns, a few bytes each) to an
+in-memory table (Spark's memory sink), so that when the run ends only its last records
+remain to be read. Then `finish` runs one last micro-batch (processAllAvailable), checks
+that each source has read up to what Kafka holds at its isolation (each partition's high
+watermark, its last stable offset), and hands the two views to the same judgement as the
+batch job (engine.metrics.summary.judge, its SQL in engine.metrics.sql): one definition of
+every count, whichever way the records were read. The run's history is read at the end
+from the run folder, as the batch job reads it: it is a few hundred kilobytes.
 
 The batch job (engine.metrics.spark_job) stays for recorded runs, replays, big runs, the
 CLI, and whenever a follower could not start or finish (compute_and_save falls back to it
@@ -37,7 +37,6 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.streaming import StreamingQuery
 
-STREAM_SOURCE = "Kafka, followed while the run ran (Spark Structured Streaming)"
 ISOLATIONS = ("read_uncommitted", "read_committed")
 # How often a query looks for new records while the run goes on. Each look is a little
 # work for the driver; on 2 cores, looking more often slows the run it follows.
@@ -53,7 +52,7 @@ def judged_topics(run_id: str, levels: Sequence[str], pipeline: str) -> list[str
 
 
 class RunFollower:
-    """Two streaming queries over a run's judged topics; `finish` gives their final tables."""
+    """A streaming query over a run's judged topics; `finish` gives both views' records."""
 
     def __init__(
         self,
@@ -68,41 +67,49 @@ class RunFollower:
         self.topics = sorted(set(topics))
         self.trigger_s = trigger_s
         tag = uuid.uuid4().hex[:12]
-        self.tables = {isolation: f"lab_follow_{tag}_{isolation}" for isolation in ISOLATIONS}
-        self.queries: dict[str, StreamingQuery] = {}
+        self.table = f"lab_follow_{tag}"
+        self.query: StreamingQuery | None = None
+        self.patterns: dict[str, str] = {}
         self._checkpoints = tempfile.mkdtemp(prefix="lab-follow-")
         self.started_at: float | None = None
-        # Records the queries had read when finish() was called, and in all (both views).
+        # Records the query had read when finish() was called, and in all (both views).
         self.rows_before_end = 0
         self.rows_in_all = 0
 
     def start(self) -> RunFollower:
-        """Start both queries. The topics need not exist yet: they are found by name at each
+        """Start the query. The topics need not exist yet: they are found by name at each
         trigger (a pattern, so a topic created later is read from its start)."""
-        pattern = "^(" + "|".join(re.escape(t) for t in self.topics) + ")$"
+        names = "|".join(re.escape(t) for t in self.topics)
+        # The same topics, written apart for each source, whose progress names its pattern.
+        self.patterns = {"read_uncommitted": f"^({names})$", "read_committed": f"^(?:{names})$"}
         try:
-            for isolation, table in self.tables.items():
-                frame = (
-                    self.spark.readStream.format("kafka")
-                    .option("kafka.bootstrap.servers", self.bootstrap)
-                    .option("subscribePattern", pattern)
-                    .option("startingOffsets", "earliest")
-                    .option("kafka.isolation.level", isolation)
-                    # Aborted records and transaction markers leave offset gaps.
-                    .option("failOnDataLoss", "false")
-                    # As in read_kafka: a poll past the end must not wait 500 ms for data.
-                    .option("kafka.fetch.max.wait.ms", "10")
-                    .load()
-                    .select("topic", "partition", "offset", "value")
+            views = [
+                self.spark.readStream.format("kafka")
+                .option("kafka.bootstrap.servers", self.bootstrap)
+                .option("subscribePattern", self.patterns[isolation])
+                .option("startingOffsets", "earliest")
+                .option("kafka.isolation.level", isolation)
+                # Aborted records and transaction markers leave offset gaps.
+                .option("failOnDataLoss", "false")
+                # As in read_kafka: a poll past the end must not wait 500 ms for data.
+                .option("kafka.fetch.max.wait.ms", "10")
+                .load()
+                .selectExpr(
+                    f"'{isolation}' AS isolation", "topic", "`partition`", "`offset`", "value"
                 )
-                self.queries[isolation] = (
-                    frame.writeStream.format("memory")
-                    .queryName(table)
-                    .outputMode("append")
-                    .option("checkpointLocation", f"{self._checkpoints}/{isolation}")
-                    .trigger(processingTime=f"{int(self.trigger_s * 1000)} milliseconds")
-                    .start()
-                )
+                for isolation in ISOLATIONS
+            ]
+            # One query over both sources: one Spark job per trigger, not two.
+            self.query = (
+                views[0]
+                .unionByName(views[1])
+                .writeStream.format("memory")
+                .queryName(self.table)
+                .outputMode("append")
+                .option("checkpointLocation", self._checkpoints)
+                .trigger(processingTime=f"{int(self.trigger_s * 1000)} milliseconds")
+                .start()
+            )
         except Exception:
             self.stop()
             raise
@@ -145,21 +152,22 @@ class RunFollower:
         return ends
 
     def read_up_to(self) -> dict[str, dict[tuple[str, int], int]]:
-        """Per isolation, the offset each query has read up to (its last batch's end)."""
-        out: dict[str, dict[tuple[str, int], int]] = {}
-        for isolation, query in self.queries.items():
-            # The JVM's JSON of the progress: PySpark's object gives the offsets as a repr.
-            last = query._jsq.lastProgress()
-            progress = json.loads(last.json()) if last is not None else {}
-            ends: dict[tuple[str, int], int] = {}
-            for source in progress.get("sources") or []:
-                offsets = source.get("endOffset") or {}
-                if isinstance(offsets, str):
-                    offsets = json.loads(offsets)
-                for topic, partitions in offsets.items():
-                    for p, offset in partitions.items():
-                        ends[(topic, int(p))] = int(offset)
-            out[isolation] = ends
+        """Per isolation, the offset the query has read up to (its last batch's end)."""
+        out: dict[str, dict[tuple[str, int], int]] = {isolation: {} for isolation in ISOLATIONS}
+        # The JVM's JSON of the progress: PySpark's object gives the offsets as a repr.
+        last = self.query._jsq.lastProgress() if self.query is not None else None
+        progress = json.loads(last.json()) if last is not None else {}
+        for source in progress.get("sources") or []:
+            described = str(source.get("description"))
+            isolation = next((i for i, p in self.patterns.items() if f"[{p}]" in described), None)
+            if isolation is None:
+                continue
+            offsets = source.get("endOffset") or {}
+            if isinstance(offsets, str):
+                offsets = json.loads(offsets)
+            for topic, partitions in offsets.items():
+                for p, offset in partitions.items():
+                    out[isolation][(topic, int(p))] = int(offset)
         return out
 
     def missing(
@@ -181,19 +189,18 @@ class RunFollower:
         Raises MetricsError if a query failed, or has not read to the end of what Kafka
         holds within `timeout` (the caller then falls back to the batch job).
         """
-        for isolation, query in self.queries.items():
-            if query.exception() is not None:
-                raise MetricsError(
-                    f"Spark's streaming query at {isolation} stopped: "
-                    f"{_first_line(query.exception())}"
-                )
+        if self.query is None:
+            raise MetricsError("Spark's streaming query was not started.")
+        if self.query.exception() is not None:
+            raise MetricsError(
+                f"Spark's streaming query stopped: {_first_line(self.query.exception())}"
+            )
         self.rows_before_end = self.rows_read()
         expected = self.expected_ends()
         deadline = time.monotonic() + timeout
         while True:
             try:
-                for query in self.queries.values():
-                    query.processAllAvailable()
+                self.query.processAllAvailable()
             except Exception as exc:
                 raise MetricsError(
                     f"Spark's streaming query could not read the run's end: {_first_line(exc)}"
@@ -207,34 +214,30 @@ class RunFollower:
                     f"{timeout:.0f} s: {', '.join(gaps[:3])}."
                 )
             # A topic created moments ago is found at the next trigger; wait for it.
-            for query in self.queries.values():
-                query.awaitTermination(min(self.trigger_s, 0.2))
+            self.query.awaitTermination(min(self.trigger_s, 0.2))
         self.rows_in_all = self.rows_read()
         self.stop_queries()
-        return (
-            self.spark.table(self.tables["read_uncommitted"]),
-            self.spark.table(self.tables["read_committed"]),
+        table = self.spark.table(self.table)
+        return tuple(  # type: ignore[return-value]
+            table.where(f"isolation = '{isolation}'").drop("isolation") for isolation in ISOLATIONS
         )
 
     def rows_read(self) -> int:
-        """Records both queries have read so far (their micro-batches' input rows)."""
-        return sum(
-            int(p.get("numInputRows") or 0)
-            for query in self.queries.values()
-            for p in query.recentProgress
-        )
+        """Records the query has read so far (their micro-batches' input rows)."""
+        if self.query is None:
+            return 0
+        return sum(int(p.numInputRows or 0) for p in self.query.recentProgress)
 
     def stop_queries(self) -> None:
-        for query in self.queries.values():
+        if self.query is not None:
             with contextlib.suppress(Exception):  # a failed query: nothing more to do
-                query.stop()
+                self.query.stop()
 
     def stop(self) -> None:
-        """Stop the queries and forget their tables and checkpoints."""
+        """Stop the query and forget its table and checkpoints."""
         self.stop_queries()
         catalog = self.spark._jsparkSession.sessionState().catalog()
-        for table in self.tables.values():
-            catalog.dropTempView(table)  # directly, as run_sql does: no uncaching by name
+        catalog.dropTempView(self.table)  # directly, as run_sql does: no uncaching by name
         shutil.rmtree(self._checkpoints, ignore_errors=True)
 
 
@@ -246,6 +249,7 @@ def _first_line(exc: BaseException | Any) -> str:
 # ---- the dashboard's followers, by run ------------------------------------------------
 _lock = threading.Lock()
 _finishing: dict[str, Future[dict[str, Any] | None]] = {}
+_not_followed: dict[str, str] = {}  # run id -> why its streaming queries did not start
 
 
 def start_following(
@@ -291,6 +295,19 @@ def wait_for_followed(run_id: str, timeout: float = 60.0) -> None:
     if future is not None:
         with contextlib.suppress(TimeoutError):
             future.exception(timeout=timeout)
+
+
+def not_followed(run_id: str, exc: BaseException) -> None:
+    """Keep why a run's streaming queries did not start, for the Metrics page to say."""
+    with _lock:
+        _not_followed[run_id] = (
+            f"Spark's streaming queries could not follow this run ({_first_line(exc)})."
+        )
+
+
+def why_not_followed(run_id: str) -> str | None:
+    with _lock:
+        return _not_followed.get(run_id)
 
 
 def followed(run_id: str) -> bool:
