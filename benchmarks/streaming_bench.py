@@ -45,7 +45,8 @@ def measure(messages: int, repeats: int) -> dict[str, Any]:
 
     scenario = load_scenario(list_scenarios()["ack-loss"])
     workload = scenario.workload.model_copy(update={"messages": messages})
-    scenario = scenario.model_copy(update={"workload": workload, "expect": {}})
+    # 3,000 messages outlast the scenario's 60 s on a loaded 2-core machine.
+    scenario = scenario.model_copy(update={"workload": workload, "expect": {}, "timeout_s": 300})
     cluster = EmbeddedCluster("streaming-bench", node_count=1)
     cluster.start(timeout=240)
     out: dict[str, Any] = {"followed": [], "batch": [], "run_with": [], "run_without": []}
@@ -62,8 +63,20 @@ def measure(messages: int, repeats: int) -> dict[str, Any]:
             )
             output = run_scenario(scenario, cluster, run_id=run_id)
             verdict = time.perf_counter()
-            metrics = compute_and_save(run_id, follower=follower)
+            steps: dict[str, float] = {}
+
+            def step(what: str, _fraction: float, steps: dict[str, float] = steps) -> None:
+                steps.setdefault(what, time.perf_counter())
+
+            metrics = compute_and_save(run_id, follower=follower, progress=step)
             final = time.perf_counter()
+            # Where the time went: the follower's end (Kafka's ends, last micro-batch, stop),
+            # the history read, the judgement, then the verdict table and the save.
+            phases = {k: round(v, 2) for k, v in follower.timings.items()}
+            if {"reading the run", "computing", "done"} <= set(steps):
+                phases["history"] = round(steps["computing"] - steps["reading the run"], 2)
+                phases["judge"] = round(steps["done"] - steps["computing"], 2)
+                phases["verdicts_and_save"] = round(final - steps["done"], 2)
             if metrics["source"] != STREAM_SOURCE:
                 raise SystemExit(f"the follower fell back: {metrics['fallback_reason']}")
             equal = all(
@@ -77,6 +90,7 @@ def measure(messages: int, repeats: int) -> dict[str, Any]:
                     "equal": equal,
                     "read_before_end": follower.rows_before_end,
                     "read_in_all": follower.rows_in_all,
+                    "phases": phases,
                 }
             )
             out["run_with"].append(round(verdict - began, 2))
@@ -135,6 +149,12 @@ def block(m: dict[str, Any], command: str) -> str:
         + ", ".join(f"{r['read_before_end']}/{r['read_in_all']}" for r in m["followed"])
         + ". Equal to the checker's: "
         + ("yes, every run" if all(r["equal"] for r in m["followed"]) else "NO")
+        + ".",
+        "",
+        "Where the time from the verdict went, per followed run (s): "
+        + "; ".join(
+            ", ".join(f"{k} {v:.2f}" for k, v in r.get("phases", {}).items()) for r in m["followed"]
+        )
         + ".",
         END,
     ]

@@ -75,6 +75,8 @@ class RunFollower:
         # Records the query had read when finish() was called, and in all (both views).
         self.rows_before_end = 0
         self.rows_in_all = 0
+        # How long finish()'s steps took (s): Kafka's ends asked, the last micro-batches, stop.
+        self.timings: dict[str, float] = {}
 
     def start(self) -> RunFollower:
         """Start the query. The topics need not exist yet: they are found by name at each
@@ -196,7 +198,9 @@ class RunFollower:
                 f"Spark's streaming query stopped: {_first_line(self.query.exception())}"
             )
         self.rows_before_end = self.rows_read()
+        began = time.perf_counter()
         expected = self.expected_ends()
+        self.timings["kafka_ends"] = time.perf_counter() - began
         deadline = time.monotonic() + timeout
         while True:
             try:
@@ -215,8 +219,11 @@ class RunFollower:
                 )
             # A topic created moments ago is found at the next trigger; wait for it.
             self.query.awaitTermination(min(self.trigger_s, 0.2))
+        self.timings["last_batches"] = time.perf_counter() - began - self.timings["kafka_ends"]
         self.rows_in_all = self.rows_read()
+        stopping = time.perf_counter()
         self.stop_queries()
+        self.timings["stop"] = time.perf_counter() - stopping
         table = self.spark.table(self.table)
         return tuple(  # type: ignore[return-value]
             table.where(f"isolation = '{isolation}'").drop("isolation") for isolation in ISOLATIONS

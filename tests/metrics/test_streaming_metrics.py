@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 
 from engine import record
-from engine.metrics.compute import compute_and_save
+from engine.metrics.compute import STREAM_SOURCE, compute_and_save
 from engine.metrics.spark_job import MetricsError, run_metrics
-from engine.metrics.streaming import STREAM_SOURCE, RunFollower, start_following
+from engine.metrics.streaming import RunFollower, start_following
 from engine.runner import new_run_id, run_scenario
 from engine.scenario import list_scenarios, load_scenario
 from tests.metrics.test_metrics_on_runs import CHECKER_FIELDS
