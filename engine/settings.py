@@ -111,9 +111,10 @@ SPARK_AUTOSTART = _setting(
 STREAMING_METRICS = _setting(
     "LAB_STREAMING_METRICS",
     "Dashboard",
-    "1: when Spark is up, the presenter's runs are followed by Spark streaming queries, so "
-    "their metrics are final about a second after the verdict; 0: computed after the run.",
-    "1",
+    "1: when Spark is up, the presenter's runs are followed by a Spark streaming query and "
+    "their metrics finished after the verdict; 0: computed after the run (off by default: "
+    "it slowed runs 2x on a loaded 2-core machine, benchmarks/METRICS.md).",
+    "0",
 )
 ONE_LEVEL_AT_A_TIME = _setting(
     "LAB_ONE_LEVEL_AT_A_TIME",
