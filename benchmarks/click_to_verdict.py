@@ -9,6 +9,12 @@ Playwright, and for each scenario presses Run and waits until the page says "Don
 Each scenario is timed `--repeats` times with the levels side by side (the default), and as
 many times with LAB_ONE_LEVEL_AT_A_TIME=1 (one level after the other, as before), after one
 untimed warm-up run. Prints a Markdown table of medians, minima and maxima.
+
+With --streaming-metrics, the two modes are instead: Spark up and warm, runs not followed
+(LAB_STREAMING_METRICS=0), and Spark up with every run followed by Spark's streaming
+queries (engine.metrics.streaming), levels side by side in both: what following a run
+costs the run. Spark is started by the dashboard as in a class; the timed runs begin once
+the Metrics page shows the warm-up run's final numbers (Spark up, warmed).
 """
 
 from __future__ import annotations
@@ -41,7 +47,7 @@ def target_of(name: str) -> float | None:
 
 
 @contextmanager
-def dashboard(nodes: int, one_at_a_time: bool) -> Iterator[str]:
+def dashboard(nodes: int, one_at_a_time: bool, streaming: bool | None = None) -> Iterator[str]:
     state = tempfile.mkdtemp(prefix="lab-ctv-")
     env = {
         **os.environ,
@@ -52,6 +58,9 @@ def dashboard(nodes: int, one_at_a_time: bool) -> Iterator[str]:
         "LAB_SPARK_AUTOSTART": "0",  # Spark is not on the path measured here
         "LAB_ONE_LEVEL_AT_A_TIME": "1" if one_at_a_time else "0",
     }
+    if streaming is not None:  # Spark up; runs followed by its streaming queries or not
+        env["LAB_SPARK_AUTOSTART"] = "1"
+        env["LAB_STREAMING_METRICS"] = "1" if streaming else "0"
     server, url = serve_dashboard(env)
     try:
         yield url
@@ -76,19 +85,35 @@ def click_to_verdict(tab, url: str, name: str) -> float:
     return time.monotonic() - began
 
 
-def measure(names: list[str], nodes: int, repeats: int) -> dict[tuple[str, str], list[float]]:
+def wait_for_spark(tab, url: str) -> None:
+    """Until the Metrics page shows the latest run's final numbers: Spark is up and warm."""
+    tab.goto(f"{url}/metrics")
+    tab.get_by_text("Final numbers").first.wait_for(timeout=600_000)
+
+
+MODES = {
+    "default": (("side by side", False, None), ("one at a time", True, None)),
+    "streaming": (("not followed", False, False), ("followed", False, True)),
+}
+
+
+def measure(
+    names: list[str], nodes: int, repeats: int, modes: str = "default"
+) -> dict[tuple[str, str], list[float]]:
     from playwright.sync_api import sync_playwright
 
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
     times: dict[tuple[str, str], list[float]] = {}
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
-        for mode, one_at_a_time in (("side by side", False), ("one at a time", True)):
-            with dashboard(nodes, one_at_a_time) as url:
+        for mode, one_at_a_time, streaming in MODES[modes]:
+            with dashboard(nodes, one_at_a_time, streaming) as url:
                 tab = browser.new_page(viewport={"width": 1920, "height": 1080})
                 tab.set_default_timeout(120_000)
                 for name in names:
                     click_to_verdict(tab, url, name)  # warm-up: topics, JIT, page caches
+                    if streaming is not None:
+                        wait_for_spark(tab, url)
                     runs = [click_to_verdict(tab, url, name) for _ in range(repeats)]
                     times[(name, mode)] = runs
                     print(f"{name} ({mode}): {', '.join(f'{t:.1f}' for t in runs)}", flush=True)
@@ -101,27 +126,34 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--scenario", action="append", help="only these (repeatable)")
+    parser.add_argument(
+        "--streaming-metrics",
+        action="store_true",
+        help="Spark up in both modes: runs not followed, then followed by streaming queries",
+    )
     args = parser.parse_args()
+    modes = "streaming" if args.streaming_metrics else "default"
+    names_of = [m[0] for m in MODES[modes]]
     names = args.scenario or list(list_scenarios())
     by_nodes: dict[int, list[str]] = {}
     for name in names:
         by_nodes.setdefault(load_scenario(list_scenarios()[name]).nodes, []).append(name)
     times: dict[tuple[str, str], list[float]] = {}
     for nodes, group in sorted(by_nodes.items()):
-        times.update(measure(group, nodes, args.repeats))
+        times.update(measure(group, nodes, args.repeats, modes))
     print()
     print(
-        "| scenario | nodes | target (s) | side by side: median [min–max] (s) | "
-        "one at a time: median [min–max] (s) | target met |"
+        f"| scenario | nodes | target (s) | {names_of[0]}: median [min–max] (s) | "
+        f"{names_of[1]}: median [min–max] (s) | target met |"
     )
     print("|---|---|---|---|---|---|")
     for nodes, group in sorted(by_nodes.items()):
         for name in group:
             cells = []
-            for mode in ("side by side", "one at a time"):
+            for mode in names_of:
                 runs = times[(name, mode)]
                 cells.append(f"{statistics.median(runs):.1f} [{min(runs):.1f}–{max(runs):.1f}]")
-            median = statistics.median(times[(name, "side by side")])
+            median = statistics.median(times[(name, names_of[0])])
             target = target_of(name)
             met = "—" if target is None else ("yes" if median <= target else "no")
             shown = "—" if target is None else f"{target:.0f}"

@@ -628,23 +628,23 @@ def write_typical(run: dict[str, Any]) -> str:
     return new
 
 
-def split_report(text: str) -> tuple[str, str, str]:
+def split_report(text: str, start: str = START, end: str = END) -> tuple[str, str, str]:
     """(before the block, the block with its markers, after it); refuses a damaged file.
 
     A file with no block gets an empty one at its end; one with two blocks, or an end before
     its start, is refused rather than guessed at, so the title and the prose always stay.
     """
-    if START not in text and END not in text:
-        text = f"{text.rstrip()}\n\n{START}\n{END}\n"
-    starts, ends = text.count(START), text.count(END)
-    if starts != 1 or ends != 1 or text.index(END) < text.index(START):
+    if start not in text and end not in text:
+        text = f"{text.rstrip()}\n\n{start}\n{end}\n"
+    starts, ends = text.count(start), text.count(end)
+    if starts != 1 or ends != 1 or text.index(end) < text.index(start):
         raise SystemExit(
-            f"{REPORT} should hold one measured block ({START} ... {END}); it holds "
+            f"{REPORT} should hold one measured block ({start} ... {end}); it holds "
             f"{starts} start(s) and {ends} end(s). Mend it by hand, then run again."
         )
-    head, rest = text.split(START, 1)
-    block, tail = rest.split(END, 1)
-    return head, START + block + END, tail
+    head, rest = text.split(start, 1)
+    block, tail = rest.split(end, 1)
+    return head, start + block + end, tail
 
 
 def _row_key(line: str) -> str | None:

@@ -73,6 +73,11 @@ class RunFailed(LabError):
     """A run that could not finish; it is recorded as failed with the reason."""
 
 
+def judged_topic_name(run_id: str, level: str, pipeline: str) -> str:
+    """The topic a level's run is judged on: the processor's output, else the producer's."""
+    return f"lab.{run_id}.{level}.{'out' if pipeline == 'processor' else 'in'}"
+
+
 def producer_config(scenario: Scenario, level: Level) -> dict[str, Any]:
     return {**level.producer, **scenario.producer_overrides.get(level.name, {})}
 
@@ -104,9 +109,7 @@ class LevelRun:
         prefix = f"lab.{run_id}.{level.name}"
         self.input_topic = f"{prefix}.in"
         self.output_topic = f"{prefix}.out"
-        self.judged_topic = (
-            self.output_topic if scenario.pipeline == "processor" else self.input_topic
-        )
+        self.judged_topic = judged_topic_name(run_id, level.name, scenario.pipeline)
         self.isolation = str(level.consumer.get("isolation.level", "read_uncommitted"))
         self.ledger = list(range(scenario.workload.messages))
         self.processes: list[RoleProcess] = []

@@ -108,6 +108,14 @@ SPARK_AUTOSTART = _setting(
     "1: the presenter's dashboard starts Spark when it opens; 0: when Metrics is opened.",
     "1",
 )
+STREAMING_METRICS = _setting(
+    "LAB_STREAMING_METRICS",
+    "Dashboard",
+    "1: when Spark is up, the presenter's runs are followed by a Spark streaming query and "
+    "their metrics finished after the verdict; 0: computed after the run (off by default: "
+    "it slowed runs 2x on a loaded 2-core machine, benchmarks/METRICS.md).",
+    "0",
+)
 ONE_LEVEL_AT_A_TIME = _setting(
     "LAB_ONE_LEVEL_AT_A_TIME",
     "Dashboard",

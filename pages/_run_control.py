@@ -79,8 +79,19 @@ def start_run(
     """
     waiting = "Waiting for the cluster: " + service.latest_announcement()
     job = RunJob(stage=waiting if service.usage.busy else "Starting")
+    spark = streaming_session(scenario, levels)  # here, on the script thread
 
     def work() -> None:
+        following: list[Any] = []
+        starter = None
+        if spark is not None:  # beside the run, not before it: the run does not wait
+            starter = threading.Thread(
+                target=follow,
+                args=(spark, cluster, scenario, levels, run_id, following),
+                name=f"follow-{run_id}",
+                daemon=True,
+            )
+            starter.start()
         try:
             with cluster_use(service, scenario):
                 job.output = run_scenario(
@@ -93,12 +104,64 @@ def start_run(
                 )
         except BaseException as exc:  # handed to the script thread, which shows it
             job.error = exc
+        finally:
+            if starter is not None:
+                starter.join()
+            for follower in following:
+                finish_following(follower, ok=job.output is not None)
 
     # A daemon: a dashboard being shut down does not wait for a run (its clients have
     # watchdogs of their own).
     thread = threading.Thread(target=work, name=f"run-{run_id}", daemon=True)
     thread.start()
     return thread, job
+
+
+def streaming_session(scenario: Scenario, levels: list[str]) -> Any | None:
+    """The dashboard's SparkSession if this run's metrics should follow it, else None.
+
+    Only when Spark is up already (a run never waits for Spark), LAB_STREAMING_METRICS is
+    on, and the run is not big (a big run's metrics are computed in a process of their own).
+    """
+    from engine.metrics.compute import big_run_rows
+    from pages._spark import spark_service
+
+    if not settings.STREAMING_METRICS.flag():
+        return None
+    if scenario.workload.messages * len(levels) >= big_run_rows():
+        return None
+    return spark_service().session()
+
+
+def follow(
+    spark: Any,
+    cluster: Cluster,
+    scenario: Scenario,
+    levels: list[str],
+    run_id: str,
+    following: list[Any],
+) -> None:
+    """Start Spark's streaming queries on the run's topics (best effort: the batch job is
+    the fallback, and the Metrics page says which computed the numbers)."""
+    from engine.metrics.streaming import not_followed, start_following
+
+    try:
+        following.append(
+            start_following(spark, cluster.direct_bootstrap, run_id, levels, scenario.pipeline)
+        )
+    except Exception as exc:  # the Metrics page says so, and computes with the batch job
+        not_followed(run_id, exc)
+
+
+def finish_following(follower: Any, *, ok: bool) -> None:
+    """The run ended: its metrics are finished in the background (the verdict does not wait
+    for them), or, if it failed, the queries are stopped."""
+    from engine.metrics.streaming import abandon, finish_in_background
+
+    if ok:
+        finish_in_background(follower)
+    else:
+        abandon(follower)
 
 
 LIVE_KEY = "lab_live"  # the live view's block: .st-key-lab_live in the page

@@ -11,6 +11,7 @@ import streamlit as st
 from engine import record
 from engine.checker import LATENCY_DEFINITION
 from engine.errors import LabError
+from engine.metrics.compute import RECORD_SOURCE, STREAM_SOURCE
 from pages._metrics_view import (
     COMPARED,
     draw_damage,
@@ -100,7 +101,15 @@ def computations() -> Computations:
 
 
 def compute_once(run_id: str, service: SparkService) -> dict[str, Any] | None:
-    """The run's saved metrics, computed now unless another session just did."""
+    """The run's saved metrics, computed now unless another session just did, or Spark's
+    streaming queries that followed the run are finishing them (then they are awaited)."""
+    from engine.metrics.streaming import followed, wait_for_followed, why_not_followed
+
+    if followed(run_id) and record.load_metrics(run_id) is None:
+        with st.spinner("Spark is finishing the metrics it computed while the run ran…"):
+            wait_for_followed(run_id)
+    elif (why := why_not_followed(run_id)) and record.load_metrics(run_id) is None:
+        st.info(f"{why} Spark's batch job computes them now, after the run.")
     with computations().lock(run_id):
         return record.load_metrics(run_id) or compute(run_id, service)
 
@@ -136,6 +145,16 @@ def compute(run_id: str, service: SparkService) -> dict[str, Any] | None:
     return output
 
 
+def produced_by(metrics: dict[str, Any]) -> str:
+    """Which Spark computation produced the numbers, as the end of a sentence."""
+    if metrics.get("source") == STREAM_SOURCE:
+        return (
+            "computed by Spark's streaming queries, which read the run's topics at both "
+            "isolation levels while it ran, and finished at its end"
+        )
+    return "computed by Spark's batch job after the run"
+
+
 def agreement(metrics: dict[str, Any], checked: dict[str, Any]) -> list[str]:
     """Where Spark's counts differ from the checker's (result.json): one line per difference."""
     differences = []
@@ -151,12 +170,18 @@ def render(meta: dict[str, Any], version: float, metrics: dict[str, Any]) -> Non
     """The run's metrics as saved in `version` of its metrics.json; the charts and tables are
     drawn once per version for the whole room (pages/_metrics_view.py, shared drawings)."""
     when = time.strftime("%H:%M:%S", time.localtime(metrics.get("computed_at") or 0))
-    st.caption(f"Spark read **{metrics.get('source')}** (computed at {when}).")
-    if metrics.get("fallback_reason"):
+    st.caption(
+        f"**Final numbers**, {produced_by(metrics)}. Spark read **{metrics.get('source')}** "
+        f"(computed at {when})."
+    )
+    reason = metrics.get("fallback_reason")
+    if reason and metrics.get("source") == RECORD_SOURCE:
         st.info(
             "The cluster this run was made on no longer serves its topics, so Spark read the "
-            f"records saved with the run. {room_reason(metrics['fallback_reason'])}"
+            f"records saved with the run. {room_reason(reason)}"
         )
+    elif reason:
+        st.info(f"{room_reason(reason)} Spark's batch job read Kafka after the run instead.")
     results = ordered_results(metrics, meta.get("levels"))
     try:
         checked = shared_result(meta["run_id"])["results"]

@@ -21,8 +21,10 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from engine.metrics.session import Progress
+    from engine.metrics.streaming import RunFollower
 
 RECORD_SOURCE = "the records saved with the run"
+STREAM_SOURCE = "Kafka, followed while the run ran (Spark Structured Streaming)"
 # From this many verdict rows (levels x messages) on, a run is big: its metrics are computed
 # in a process of their own with big-run settings (session.big_run_environment), so the
 # dashboard's session keeps the settings that make a class's runs fast.
@@ -42,8 +44,13 @@ def compute_and_save(
     bootstrap: str | None = None,
     from_record: bool = False,
     progress: Progress | None = None,
+    follower: RunFollower | None = None,
 ) -> dict[str, Any]:
     """Spark's metrics of `run_id`, from Kafka if it can, saved beside the run and returned.
+
+    With `follower` (engine.metrics.streaming), the records its streaming queries read
+    while the run ran are judged, on its session; if it cannot finish, the batch job reads
+    Kafka instead and `fallback_reason` says why. The follower is stopped either way.
 
     The returned dict is the `engine run --json` object plus `source` (what Spark read),
     `fallback_reason` (why not Kafka, or None) and `verdicts` (Spark's table per level; for a
@@ -54,14 +61,35 @@ def compute_and_save(
     from engine.metrics.spark_job import run_metrics
     from engine.metrics.verdict_table import verdict_fields
 
-    inputs = load_run_inputs(run_id)
+    try:
+        inputs = load_run_inputs(run_id)
+    except BaseException:
+        if follower is not None:
+            follower.stop()
+        raise
     big = inputs.messages * len(inputs.levels) >= big_run_rows()
+    if follower is not None and big:
+        follower.stop()  # a big run's metrics are the big process's (a session of its own)
+        follower = None
     if big and not settings.METRICS_BIG_PROCESS.get():
         return compute_in_big_process(
             run_id, bootstrap=bootstrap, from_record=from_record, progress=progress
         )
     reason = None
-    if not from_record:
+    judged = None
+    if follower is not None:
+        spark = spark or follower.spark
+        try:
+            frames = follower.finish()
+            output, judged = run_metrics(
+                run_id, spark=follower.spark, progress=progress, inputs=inputs, records=frames
+            )
+            source = STREAM_SOURCE
+        except MetricsError as exc:
+            reason = f"The streaming queries that followed the run could not finish: {exc}"
+            follower.stop()
+            follower = None
+    if judged is None and not from_record:
         try:
             output, judged = run_metrics(
                 run_id, spark=spark, bootstrap=bootstrap, progress=progress, inputs=inputs
@@ -69,8 +97,8 @@ def compute_and_save(
             source = f"Kafka at {bootstrap or metrics_bootstrap(inputs.recorded_bootstrap)}"
         except MetricsError as exc:
             # Kafka is down or the topics are gone: the saved records still hold the run.
-            reason, from_record = str(exc), True
-    if from_record:
+            reason, from_record = " ".join(filter(None, (reason, str(exc)))), True
+    if judged is None and from_record:
         output, judged = run_metrics(
             run_id, spark=spark, from_record=True, progress=progress, inputs=inputs
         )
@@ -79,6 +107,8 @@ def compute_and_save(
         output.update(verdict_fields(judged, run_id))
     finally:
         judged.release()
+        if follower is not None:
+            follower.stop()
     output["fallback_reason"] = reason
     record.save_metrics(run_id, output, source=source)
     return record.load_metrics(run_id) or {**output, "source": source}

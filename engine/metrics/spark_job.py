@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 if __package__ in (None, ""):  # run as a file by spark-submit: make `engine` importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 
 from engine.checker import LATENCY_DEFINITION
 from engine.errors import LabError
@@ -149,12 +149,15 @@ def run_metrics(
     from_record: bool = False,
     progress: Progress | None = None,
     inputs: RunInputs | None = None,
+    records: tuple[DataFrame, DataFrame] | None = None,
 ) -> tuple[dict[str, Any], Judged]:
     """Compute a recorded run's metrics; returns ({"run_id", "scenario", "results"}, Judged).
 
     Kafka is read through `bootstrap`, else LAB_METRICS_BOOTSTRAP, else the direct bootstrap
     recorded for the run's cluster. With `from_record`, the records saved in the run folder
     are used instead of Kafka. Without `spark`, the process's session is used (get_spark).
+    With `records` (uncommitted, committed), the run's records were read already (by the
+    streaming queries that followed the run, engine.metrics.streaming): no Kafka read.
     Call `Judged.release()` when done with the verdict table.
     """
     from engine.metrics.session import get_spark, metrics_bootstrap
@@ -162,7 +165,7 @@ def run_metrics(
     report = progress or (lambda _what, _fraction: None)
     run = inputs or load_run_inputs(run_id)
     server = None
-    if not from_record:
+    if not from_record and records is None:
         server = bootstrap or metrics_bootstrap(run.recorded_bootstrap)
         if not server:
             raise MetricsError(
@@ -173,7 +176,9 @@ def run_metrics(
     report("reading the run", 0.5)
     history = read_history(spark, run.history_paths)
     known = None
-    if server is None:
+    if records is not None:
+        uncommitted, committed = records
+    elif server is None:
         uncommitted, committed = read_recorded(spark, run.run_id)
         known = {s.level: s.isolation == "read_uncommitted" for s in run.levels}
     else:

@@ -138,3 +138,34 @@ def test_a_big_runs_verdict_table_is_paged_from_parquet(monkeypatch, ack_loss_ru
     caption = next(c.value for c in at.caption if c.value.startswith("Rows 1-"))
     level = at.radio(key=f"metrics_verdict_level_{run_id}").value
     assert f"of {saved['results'][level]['messages']:,} " in caption
+
+
+def test_a_followed_runs_metrics_are_the_streaming_queries_final_numbers(monkeypatch, cluster1):
+    """A run followed by Spark's streaming queries (as the presenter's dashboard runs them):
+    the page waits for the follower's final numbers instead of starting the batch job, and
+    says which computation produced them."""
+    from engine.metrics.compute import STREAM_SOURCE
+    from engine.metrics.session import get_spark
+    from engine.metrics.streaming import finish_in_background, start_following
+    from engine.runner import new_run_id
+
+    monkeypatch.setenv("LAB_AUTOSTART", "0")
+    path = list_scenarios()["ack-loss"]
+    scenario = load_scenario(path)
+    run_id = new_run_id(scenario.name)
+    follower = start_following(
+        get_spark(), cluster1.direct_bootstrap, run_id, scenario.levels, scenario.pipeline
+    )
+    output = run_scenario(scenario, cluster1, source_text=path.read_text(), run_id=run_id)
+    finish_in_background(follower)  # as pages._run_control does once the verdict is out
+    at = open_metrics(run_id)
+    assert not at.exception
+    assert not at.error, [e.value for e in at.error]
+    saved = record.load_metrics(run_id)
+    assert saved["source"] == STREAM_SOURCE and saved["fallback_reason"] is None
+    for level, checked in output["results"].items():
+        for key in COUNTS:
+            assert saved["results"][level][key] == checked[key], (level, key)
+    captions = " ".join(c.value for c in at.caption)
+    assert "**Final numbers**, computed by Spark's streaming queries" in captions
+    assert any("equal the engine's checker" in s.value for s in at.success)

@@ -67,3 +67,21 @@ def test_a_file_without_a_block_gets_one_after_its_title(tmp_path, monkeypatch):
     report = write(tmp_path, monkeypatch, "# The title\n")
     bench.write_report(f"{START}\nnew\n{END}")
     assert report.read_text().startswith("# The title\n") and "new" in report.read_text()
+
+
+def test_the_streaming_block_has_markers_of_its_own(tmp_path, monkeypatch):
+    """benchmarks.streaming_bench writes between its own markers; the measured block and
+    the prose around both stay as they were."""
+    from benchmarks import streaming_bench
+
+    report = write(tmp_path, monkeypatch, OLD)
+    monkeypatch.setattr(streaming_bench, "REPORT", report)
+    streaming_bench.write_block(f"{streaming_bench.START}\nfirst\n{streaming_bench.END}")
+    streaming_bench.write_block(f"{streaming_bench.START}\nsecond\n{streaming_bench.END}")
+    text = report.read_text()
+    assert text.count(streaming_bench.START) == 1 and "first" not in text and "second" in text
+    assert "| 10,000 | 2.38 |" in text and "More prose." in text
+    assert text.index(END) < text.index(streaming_bench.START)
+    # The measured block's own writer still finds exactly its block.
+    bench.write_report(f"{START}\nMeasured now.\n\n{TABLE}| 10,000 | 1.00 |\n{END}")
+    assert "second" in report.read_text() and "Measured now." in report.read_text()

@@ -1,0 +1,322 @@
+"""Spark's metrics that follow a run: a Structured Streaming query started with the run.
+
+A RunFollower starts one streaming query on the dashboard's SparkSession when a run
+starts, over two of Spark's Kafka sources on the run's judged topics, one per isolation
+level (`kafka.isolation.level`). Each micro-batch appends the records it read (isolation,
+topic, partition, offset, value: the Kafka source's columns, a few bytes each) to an
+in-memory table (Spark's memory sink), so that when the run ends only its last records
+remain to be read. Then `finish` runs one last micro-batch (processAllAvailable), checks
+that each source has read up to what Kafka holds at its isolation (each partition's high
+watermark, its last stable offset), and hands the two views to the same judgement as the
+batch job (engine.metrics.summary.judge, its SQL in engine.metrics.sql): one definition of
+every count, whichever way the records were read. The run's history is read at the end
+from the run folder, as the batch job reads it: it is a few hundred kilobytes.
+
+The batch job (engine.metrics.spark_job) stays for recorded runs, replays, big runs, the
+CLI, and whenever a follower could not start or finish (compute_and_save falls back to it
+and says why).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+import shutil
+import tempfile
+import threading
+import time
+import uuid
+from collections.abc import Sequence
+from concurrent.futures import Future
+from typing import TYPE_CHECKING, Any
+
+from engine.metrics.inputs import MetricsError
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.streaming import StreamingQuery
+
+ISOLATIONS = ("read_uncommitted", "read_committed")
+# How often a query looks for new records while the run goes on. Each look is a little
+# work for the driver; on 2 cores, looking more often slows the run it follows.
+TRIGGER_S = 1.0
+FINISH_TIMEOUT_S = 30.0
+
+
+def judged_topics(run_id: str, levels: Sequence[str], pipeline: str) -> list[str]:
+    """The topics a run's levels are judged on (engine.level_run.judged_topic_name)."""
+    from engine.level_run import judged_topic_name
+
+    return [judged_topic_name(run_id, level, pipeline) for level in levels]
+
+
+class RunFollower:
+    """A streaming query over a run's judged topics; `finish` gives both views' records."""
+
+    def __init__(
+        self,
+        spark: SparkSession,
+        bootstrap: str,
+        run_id: str,
+        topics: Sequence[str],
+        *,
+        trigger_s: float = TRIGGER_S,
+    ) -> None:
+        self.spark, self.bootstrap, self.run_id = spark, bootstrap, run_id
+        self.topics = sorted(set(topics))
+        self.trigger_s = trigger_s
+        tag = uuid.uuid4().hex[:12]
+        self.table = f"lab_follow_{tag}"
+        self.query: StreamingQuery | None = None
+        self.patterns: dict[str, str] = {}
+        self._checkpoints = tempfile.mkdtemp(prefix="lab-follow-")
+        self.started_at: float | None = None
+        # Records the query had read when finish() was called, and in all (both views).
+        self.rows_before_end = 0
+        self.rows_in_all = 0
+        # How long finish()'s steps took (s): Kafka's ends asked, the last micro-batches, stop.
+        self.timings: dict[str, float] = {}
+
+    def start(self) -> RunFollower:
+        """Start the query. The topics need not exist yet: they are found by name at each
+        trigger (a pattern, so a topic created later is read from its start)."""
+        names = "|".join(re.escape(t) for t in self.topics)
+        # The same topics, written apart for each source, whose progress names its pattern.
+        self.patterns = {"read_uncommitted": f"^({names})$", "read_committed": f"^(?:{names})$"}
+        try:
+            views = [
+                self.spark.readStream.format("kafka")
+                .option("kafka.bootstrap.servers", self.bootstrap)
+                .option("subscribePattern", self.patterns[isolation])
+                .option("startingOffsets", "earliest")
+                .option("kafka.isolation.level", isolation)
+                # Aborted records and transaction markers leave offset gaps.
+                .option("failOnDataLoss", "false")
+                # As in read_kafka: a poll past the end must not wait 500 ms for data.
+                .option("kafka.fetch.max.wait.ms", "10")
+                .load()
+                .selectExpr(
+                    f"'{isolation}' AS isolation", "topic", "`partition`", "`offset`", "value"
+                )
+                for isolation in ISOLATIONS
+            ]
+            # One query over both sources: one Spark job per trigger, not two.
+            self.query = (
+                views[0]
+                .unionByName(views[1])
+                .writeStream.format("memory")
+                .queryName(self.table)
+                .outputMode("append")
+                .option("checkpointLocation", self._checkpoints)
+                .trigger(processingTime=f"{int(self.trigger_s * 1000)} milliseconds")
+                .start()
+            )
+        except Exception:
+            self.stop()
+            raise
+        self.started_at = time.time()
+        return self
+
+    # ---- the end of the run -----------------------------------------------------------
+    def expected_ends(self) -> dict[str, dict[tuple[str, int], int]]:
+        """What Kafka holds now: per isolation, each partition's end (HW, LSO)."""
+        from confluent_kafka import Consumer, KafkaException, TopicPartition
+
+        ends: dict[str, dict[tuple[str, int], int]] = {}
+        for isolation in ISOLATIONS:
+            consumer = Consumer(
+                {
+                    "bootstrap.servers": self.bootstrap,
+                    "group.id": f"lab-follow-{self.run_id}",
+                    "isolation.level": isolation,
+                    "enable.auto.commit": False,
+                }
+            )
+            try:
+                metadata = consumer.list_topics(timeout=5)
+                ends[isolation] = {}
+                for topic in self.topics:
+                    if topic not in metadata.topics:
+                        continue  # a level that did not run
+                    for p in metadata.topics[topic].partitions:
+                        _, high = consumer.get_watermark_offsets(
+                            TopicPartition(topic, p), timeout=5, cached=False
+                        )
+                        ends[isolation][(topic, p)] = high
+            except KafkaException as exc:
+                raise MetricsError(
+                    f"No Kafka broker answers at {self.bootstrap} to say where the run's "
+                    f"topics end ({exc.args[0].str()})."
+                ) from exc
+            finally:
+                consumer.close()
+        return ends
+
+    def read_up_to(self) -> dict[str, dict[tuple[str, int], int]]:
+        """Per isolation, the offset the query has read up to (its last batch's end)."""
+        out: dict[str, dict[tuple[str, int], int]] = {isolation: {} for isolation in ISOLATIONS}
+        # The JVM's JSON of the progress: PySpark's object gives the offsets as a repr.
+        last = self.query._jsq.lastProgress() if self.query is not None else None
+        progress = json.loads(last.json()) if last is not None else {}
+        for source in progress.get("sources") or []:
+            described = str(source.get("description"))
+            isolation = next((i for i, p in self.patterns.items() if f"[{p}]" in described), None)
+            if isolation is None:
+                continue
+            offsets = source.get("endOffset") or {}
+            if isinstance(offsets, str):
+                offsets = json.loads(offsets)
+            for topic, partitions in offsets.items():
+                for p, offset in partitions.items():
+                    out[isolation][(topic, int(p))] = int(offset)
+        return out
+
+    def missing(
+        self,
+        expected: dict[str, dict[tuple[str, int], int]],
+        read: dict[str, dict[tuple[str, int], int]],
+    ) -> list[str]:
+        """Partitions a query has not read to their end, as "topic:partition at isolation"."""
+        return [
+            f"{topic}:{p} at {isolation} ({read[isolation].get((topic, p), 0)} of {end})"
+            for isolation, by_partition in expected.items()
+            for (topic, p), end in sorted(by_partition.items())
+            if end > 0 and read.get(isolation, {}).get((topic, p), 0) < end
+        ]
+
+    def finish(self, timeout: float = FINISH_TIMEOUT_S) -> tuple[DataFrame, DataFrame]:
+        """The last micro-batches, then (uncommitted, committed): every record of the topics.
+
+        Raises MetricsError if a query failed, or has not read to the end of what Kafka
+        holds within `timeout` (the caller then falls back to the batch job).
+        """
+        if self.query is None:
+            raise MetricsError("Spark's streaming query was not started.")
+        if self.query.exception() is not None:
+            raise MetricsError(
+                f"Spark's streaming query stopped: {_first_line(self.query.exception())}"
+            )
+        self.rows_before_end = self.rows_read()
+        began = time.perf_counter()
+        expected = self.expected_ends()
+        self.timings["kafka_ends"] = time.perf_counter() - began
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                self.query.processAllAvailable()
+            except Exception as exc:
+                raise MetricsError(
+                    f"Spark's streaming query could not read the run's end: {_first_line(exc)}"
+                ) from exc
+            gaps = self.missing(expected, self.read_up_to())
+            if not gaps:
+                break
+            if time.monotonic() > deadline:
+                raise MetricsError(
+                    f"Spark's streaming queries had not read the run to its end after "
+                    f"{timeout:.0f} s: {', '.join(gaps[:3])}."
+                )
+            # A topic created moments ago is found at the next trigger; wait for it.
+            self.query.awaitTermination(min(self.trigger_s, 0.2))
+        self.timings["last_batches"] = time.perf_counter() - began - self.timings["kafka_ends"]
+        self.rows_in_all = self.rows_read()
+        stopping = time.perf_counter()
+        self.stop_queries()
+        self.timings["stop"] = time.perf_counter() - stopping
+        table = self.spark.table(self.table)
+        return tuple(  # type: ignore[return-value]
+            table.where(f"isolation = '{isolation}'").drop("isolation") for isolation in ISOLATIONS
+        )
+
+    def rows_read(self) -> int:
+        """Records the query has read so far (their micro-batches' input rows)."""
+        if self.query is None:
+            return 0
+        return sum(int(p.numInputRows or 0) for p in self.query.recentProgress)
+
+    def stop_queries(self) -> None:
+        if self.query is not None:
+            with contextlib.suppress(Exception):  # a failed query: nothing more to do
+                self.query.stop()
+
+    def stop(self) -> None:
+        """Stop the query and forget its table and checkpoints."""
+        self.stop_queries()
+        catalog = self.spark._jsparkSession.sessionState().catalog()
+        catalog.dropTempView(self.table)  # directly, as run_sql does: no uncaching by name
+        shutil.rmtree(self._checkpoints, ignore_errors=True)
+
+
+def _first_line(exc: BaseException | Any) -> str:
+    text = str(exc).strip()
+    return (text.splitlines()[0] if text else type(exc).__name__)[:300]
+
+
+# ---- the dashboard's followers, by run ------------------------------------------------
+_lock = threading.Lock()
+_finishing: dict[str, Future[dict[str, Any] | None]] = {}
+_not_followed: dict[str, str] = {}  # run id -> why its streaming queries did not start
+
+
+def start_following(
+    spark: SparkSession, bootstrap: str, run_id: str, levels: Sequence[str], pipeline: str
+) -> RunFollower:
+    """Start following a run's judged topics (raises what Spark raised if it cannot)."""
+    return RunFollower(spark, bootstrap, run_id, judged_topics(run_id, levels, pipeline)).start()
+
+
+def finish_in_background(follower: RunFollower) -> Future[dict[str, Any] | None]:
+    """Compute and save the followed run's metrics in a thread; the Future holds them.
+
+    Pages that want the run's metrics wait for it (wait_for_followed) before computing
+    them with the batch job.
+    """
+    from engine.metrics.compute import compute_and_save
+
+    future: Future[dict[str, Any] | None] = Future()
+    future.set_running_or_notify_cancel()
+    with _lock:
+        _finishing[follower.run_id] = future
+
+    def run() -> None:
+        try:
+            future.set_result(compute_and_save(follower.run_id, follower=follower))
+        except BaseException as exc:  # the page then computes with the batch job
+            future.set_exception(exc)
+
+    threading.Thread(target=run, name=f"metrics-follow-{follower.run_id}", daemon=True).start()
+    return future
+
+
+def abandon(follower: RunFollower) -> None:
+    """The run failed: stop following it."""
+    with contextlib.suppress(Exception):
+        follower.stop()
+
+
+def wait_for_followed(run_id: str, timeout: float = 60.0) -> None:
+    """If the run's metrics are being finished by its follower, wait until they are."""
+    with _lock:
+        future = _finishing.get(run_id)
+    if future is not None:
+        with contextlib.suppress(TimeoutError):
+            future.exception(timeout=timeout)
+
+
+def not_followed(run_id: str, exc: BaseException) -> None:
+    """Keep why a run's streaming queries did not start, for the Metrics page to say."""
+    with _lock:
+        _not_followed[run_id] = (
+            f"Spark's streaming queries could not follow this run ({_first_line(exc)})."
+        )
+
+
+def why_not_followed(run_id: str) -> str | None:
+    with _lock:
+        return _not_followed.get(run_id)
+
+
+def followed(run_id: str) -> bool:
+    with _lock:
+        return run_id in _finishing

@@ -1,0 +1,153 @@
+"""Metrics that follow the run (engine.metrics.streaming) equal the batch job's and the
+checker's on real runs.
+
+Each scenario runs on the session's real 1-node cluster with a RunFollower started before
+it: Spark's streaming queries read the run's judged topics at both isolation levels while
+it runs. When it ends, the follower's last micro-batches and the shared judgement give the
+metrics, which must equal the batch job's (a fresh read of Kafka after the run) field by
+field, and the checker's counts and per-message verdicts. The contrast: the same tables
+without their last records give other counts, and the follower's end check names the gap.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from engine import record
+from engine.metrics.compute import STREAM_SOURCE, compute_and_save
+from engine.metrics.spark_job import MetricsError, run_metrics
+from engine.metrics.streaming import RunFollower, start_following
+from engine.runner import new_run_id, run_scenario
+from engine.scenario import list_scenarios, load_scenario
+from tests.metrics.test_metrics_on_runs import CHECKER_FIELDS
+
+pytestmark = pytest.mark.kafka
+
+SCENARIOS = ("ack-loss", "consumer-crash", "aborted-transaction")
+
+
+@pytest.fixture(scope="module")
+def spark() -> Iterator[Any]:
+    from engine.metrics.session import get_spark
+
+    yield get_spark("local[2]")
+
+
+def followed_run(name: str, cluster: Any, spark: Any) -> tuple[dict[str, Any], RunFollower]:
+    """Run `name` with a follower started first; returns (the run's output, the follower)."""
+    path = list_scenarios()[name]
+    scenario = load_scenario(path)
+    run_id = new_run_id(scenario.name)
+    follower = start_following(
+        spark, cluster.direct_bootstrap, run_id, scenario.levels, scenario.pipeline
+    )
+    try:
+        output = run_scenario(scenario, cluster, source_text=path.read_text(), run_id=run_id)
+    except BaseException:
+        follower.stop()
+        raise
+    return output, follower
+
+
+@pytest.fixture(scope="module")
+def streamed(cluster1, spark) -> dict[str, tuple[dict[str, Any], dict[str, Any], RunFollower]]:
+    """Each scenario run once with a follower: (run output, streamed metrics, follower)."""
+    out = {}
+    for name in SCENARIOS:
+        output, follower = followed_run(name, cluster1, spark)
+        metrics = compute_and_save(output["run_id"], follower=follower)
+        out[name] = (output, metrics, follower)
+    return out
+
+
+@pytest.mark.parametrize("name", SCENARIOS)
+def test_streamed_metrics_equal_the_batch_jobs_and_the_checkers(name, streamed, spark) -> None:
+    output, metrics, follower = streamed[name]
+    assert metrics["source"] == STREAM_SOURCE, metrics.get("fallback_reason")
+    assert metrics["fallback_reason"] is None
+    assert follower.rows_in_all > 0
+    batch, judged = run_metrics(output["run_id"], spark=spark)
+    judged.release()
+    recorded = record.load_run(output["run_id"])
+    assert set(metrics["results"]) == set(output["results"]) == set(batch["results"])
+    for level, checked in output["results"].items():
+        ours = metrics["results"][level]
+        assert ours == batch["results"][level], f"{name} / {level}: streamed != batch"
+        for field in CHECKER_FIELDS:
+            assert ours[field] == checked[field], f"{name} / {level}: {field}"
+        assert metrics["verdicts"][level] == recorded["levels"][level]["verdicts"], level
+
+
+def test_the_follower_read_while_the_run_ran(streamed) -> None:
+    """Not everything was left for the end: some micro-batch before finish() held records."""
+    assert any(f.rows_before_end > 0 for _, _, f in streamed.values()), [
+        (f.rows_before_end, f.rows_in_all) for _, _, f in streamed.values()
+    ]
+
+
+def test_without_the_last_records_the_counts_differ_and_the_end_check_says_so(
+    cluster1, spark
+) -> None:
+    output, follower = followed_run("ack-loss", cluster1, spark)
+    try:
+        expected = follower.expected_ends()
+        uncommitted, committed = follower.finish()
+        assert follower.missing(expected, follower.read_up_to()) == []
+        complete, judged = run_metrics(
+            output["run_id"], spark=spark, records=(uncommitted, committed)
+        )
+        judged.release()
+
+        # The contrast: the state as if the last micro-batch had not been read, i.e. each
+        # partition's last record missing from each view.
+        def without_last(frame: Any) -> Any:
+            return (
+                frame.selectExpr(
+                    "*", "max(`offset`) OVER (PARTITION BY topic, `partition`) AS last"
+                )
+                .where("`offset` < last")
+                .select("topic", "partition", "offset", "value")
+            )
+
+        short, judged = run_metrics(
+            output["run_id"],
+            spark=spark,
+            records=(without_last(uncommitted), without_last(committed)),
+        )
+        judged.release()
+        for level, checked in output["results"].items():
+            assert complete["results"][level]["delivered"] == checked["delivered"]
+        assert any(
+            short["results"][level]["delivered"] != checked["delivered"]
+            or short["results"][level]["duplicates"] != checked["duplicates"]
+            for level, checked in output["results"].items()
+        )
+        # And the end check refuses such a state: it names the partitions not read to
+        # their end.
+        read = follower.read_up_to()
+        cut = {
+            isolation: {key: end - 1 for key, end in ends.items()}
+            for isolation, ends in read.items()
+        }
+        gaps = follower.missing(expected, cut)
+        assert gaps and all(" at read_" in gap for gap in gaps)
+    finally:
+        follower.stop()
+
+
+def test_a_follower_on_a_dead_broker_falls_back_to_the_batch_job(streamed, spark) -> None:
+    """If the follower cannot finish, compute_and_save says so and the batch job's numbers
+    (or the record's) are saved, labelled with their source."""
+    output, _, _ = streamed["ack-loss"]
+    follower = RunFollower(spark, "127.0.0.1:1", output["run_id"], ["no-such-topic"]).start()
+    saved = compute_and_save(output["run_id"], follower=follower)
+    assert saved["source"] != STREAM_SOURCE
+    assert saved["fallback_reason"].startswith(
+        "The streaming queries that followed the run could not finish"
+    )
+    assert saved["results"]["at-least-once"]["duplicates"] == 1
+    with pytest.raises(MetricsError):
+        follower.finish(timeout=1)
