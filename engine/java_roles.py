@@ -16,7 +16,7 @@ from pathlib import Path
 
 from engine import paths
 from engine.errors import MissingToolError
-from engine.tools import find_java, maven_package
+from engine.tools import find_java, maven_into
 
 JAVA_DIR = paths.REPO_ROOT / "java"
 JAVA_POM = JAVA_DIR / "pom.xml"
@@ -64,17 +64,15 @@ def ensure_java_roles(*, offline: bool = False) -> Path:
             "runtime. Install one (Debian/Ubuntu: apt-get install openjdk-17-jdk-headless; "
             "macOS: brew install openjdk@17) and run `./lab setup` again."
         )
-    if libs.exists():  # an older build, or a half-finished one
-        shutil.rmtree(libs)
-    maven_package(
+    maven_into(
         JAVA_POM,
         ("lab.roles.libs", libs),
+        stamp=sources_hash(),
+        expect="lab-roles-1.jar",
         what=f"the lab's Java roles (Kafka Streams and kafka-clients {paths.kafka_version()})",
+        marker=_MARKER,
         offline=offline,
     )
-    if not (libs / "lab-roles-1.jar").exists():
-        raise MissingToolError(f"Maven finished, but {libs}/lab-roles-1.jar is missing.")
-    (libs / _MARKER).write_text(sources_hash())
     _prune_old_builds()
     return libs
 

@@ -113,3 +113,36 @@ def maven_package(
             f"(mvn exited {result.returncode}: {tail[:400]}). Check the network or the proxy "
             "settings in ~/.m2/settings.xml, then run `python -m engine setup` again."
         )
+
+
+def maven_into(
+    pom: Path,
+    output: tuple[str, Path],
+    *,
+    stamp: str,
+    expect: str,
+    what: str,
+    marker: str = ".complete",
+    error: type[LabError] = KafkaFetchError,
+    offline: bool = False,
+) -> Path:
+    """The folder a pom copies its jars into, fetched by `maven_package` unless a complete
+    copy of `stamp` (a version, a sources hash) is there already.
+
+    A half-finished folder is removed first and the marker is written last, so an interrupted
+    fetch is fetched again, never used; `expect` (a glob) must match once Maven is done.
+    """
+    folder = output[1]
+    done = folder / marker
+    if done.exists() and done.read_text() == stamp:
+        return folder
+    if folder.exists():  # an older copy, or a half-finished one
+        shutil.rmtree(folder)
+    maven_package(pom, output, what=what, error=error, offline=offline)
+    if not any(folder.glob(expect)):
+        raise error(
+            f"Maven finished, but {folder} holds no {expect}; delete {folder} and run "
+            "`./lab setup` again."
+        )
+    done.write_text(stamp)
+    return folder

@@ -7,12 +7,10 @@ download is retried rather than used half-done.
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 from engine import paths
-from engine.errors import KafkaFetchError
-from engine.tools import maven_package
+from engine.tools import maven_into
 
 _COMPLETE_MARKER = ".complete"
 
@@ -24,22 +22,16 @@ def kafka_jars_ready(libs: Path | None = None) -> bool:
 
 def ensure_kafka_jars(*, offline: bool = False) -> Path:
     """Make sure the pinned Kafka jars are in the cache; fetch them with Maven if not."""
-    libs = paths.kafka_libs_dir()
-    if kafka_jars_ready(libs):
-        return libs
-    if libs.exists():  # a half-finished copy from an interrupted fetch
-        shutil.rmtree(libs)
-    maven_package(
+    version = paths.kafka_version()
+    return maven_into(
         paths.KAFKA_POM,
-        ("kafka.libs", libs),
-        what=f"Kafka {paths.kafka_version()}",
+        ("kafka.libs", paths.kafka_libs_dir()),
+        stamp=version,
+        expect=f"kafka_2.13-{version}.jar",
+        what=f"Kafka {version}",
+        marker=_COMPLETE_MARKER,
         offline=offline,
     )
-    jar = libs / f"kafka_2.13-{paths.kafka_version()}.jar"
-    if not jar.exists():
-        raise KafkaFetchError(f"Maven finished, but {jar} is missing; delete {libs} and retry.")
-    (libs / _COMPLETE_MARKER).write_text(paths.kafka_version())
-    return libs
 
 
 def kafka_classpath() -> str:

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future
@@ -79,22 +78,18 @@ def check_versions(pyspark_version: str | None = None) -> None:
 
 def ensure_connector_jars(*, offline: bool = False) -> list[Path]:
     """The connector's jars, fetched from Maven Central with spark-deps/pom.xml if missing."""
-    jars_dir = connector_dir()
-    if not (jars_dir / _COMPLETE_MARKER).exists():
-        from engine.tools import maven_package
+    from engine.tools import maven_into
 
-        if jars_dir.exists():  # a half-finished copy from an interrupted fetch
-            shutil.rmtree(jars_dir)
-        maven_package(
-            CONNECTOR_POM,
-            ("spark.kafka.jars", jars_dir),
-            what=f"Spark's Kafka connector {connector_version()}",
-            error=MetricsSetupError,
-            offline=offline,
-        )
-        if not list(jars_dir.glob("spark-sql-kafka-*.jar")):
-            raise MetricsSetupError(f"Maven finished, but {jars_dir} holds no connector jar.")
-        (jars_dir / _COMPLETE_MARKER).write_text(connector_version())
+    jars_dir = maven_into(
+        CONNECTOR_POM,
+        ("spark.kafka.jars", connector_dir()),
+        stamp=connector_version(),
+        expect="spark-sql-kafka-*.jar",
+        what=f"Spark's Kafka connector {connector_version()}",
+        marker=_COMPLETE_MARKER,
+        error=MetricsSetupError,
+        offline=offline,
+    )
     return sorted(jars_dir.glob("*.jar"))
 
 
