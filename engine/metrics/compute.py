@@ -12,7 +12,7 @@ import os
 import subprocess
 import sys
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from engine import leash, paths, record, settings
 from engine.errors import LabError
@@ -21,7 +21,6 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from engine.metrics.session import Progress
-    from engine.metrics.streaming import RunFollower
 
 RECORD_SOURCE = "the records saved with the run"
 STREAM_SOURCE = "Kafka, followed while the run ran (Spark Structured Streaming)"
@@ -31,6 +30,17 @@ STREAM_SOURCE = "Kafka, followed while the run ran (Spark Structured Streaming)"
 # Set in that process, so that it does not start another.
 _BIG_PROCESS = settings.METRICS_BIG_PROCESS.name
 _PROGRESS = "@progress "  # how that process's progress lines start on its stderr
+
+
+class Follower(Protocol):
+    """What this module needs of a run's follower (engine.metrics.streaming.RunFollower,
+    which imports this module: a protocol here keeps the import one-way)."""
+
+    spark: SparkSession
+
+    def finish(self) -> tuple[Any, Any]: ...
+
+    def stop(self) -> None: ...
 
 
 def big_run_rows() -> int:
@@ -44,7 +54,7 @@ def compute_and_save(
     bootstrap: str | None = None,
     from_record: bool = False,
     progress: Progress | None = None,
-    follower: RunFollower | None = None,
+    follower: Follower | None = None,
 ) -> dict[str, Any]:
     """Spark's metrics of `run_id`, from Kafka if it can, saved beside the run and returned.
 
