@@ -219,3 +219,24 @@ def test_the_java_clients_defaults_and_when_it_drops_idempotence():
     # The contrast: an in-flight limit of 5 keeps it.
     five = resolve_java("max.in.flight.requests.per.connection=5")["effective"]
     assert five["enable.idempotence"] is True
+
+
+def test_the_command_lines_client_choice_runs_the_java_producer(cluster1):
+    """`engine run FILE --client java`, as the README shows it; its run records the client.
+    The contrast is the same command's librdkafka run above: one duplicate, not none."""
+    import sys
+
+    done = subprocess.run(
+        [
+            sys.executable, "-m", "engine", "run", "scenarios/ack-loss.yaml", "--json",
+            "--client", "java", "--guarantee", "client-defaults",
+        ],
+        capture_output=True, text=True, cwd=REPO_ROOT, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "Traceback" not in done.stderr
+    output = json.loads(done.stdout)
+    result = output["results"]["client-defaults"]
+    assert result["duplicates"] == 0 and result["lost"] == 0
+    assert producer_start(output, "client-defaults")["client"] == "java"
+    assert "client: java" in record.load_run(output["run_id"])["scenario_text"]
