@@ -133,7 +133,8 @@ class Scenario(_Strict):
     # The producer's client: librdkafka (confluent_kafka) or the Java client (kafka-clients),
     # given the level's settings as engine/java_client.py translates them.
     client: Literal["librdkafka", "java"] = "librdkafka"
-    # With `client: java` (with_client): the story's addition and the levels' expectations.
+    # Applied when the client is java (_on_the_java_client): the story's addition, its sources
+    # and the levels' expectations.
     on_java: OnJava | None = None
 
     def unmet_expectations(self, results: dict[str, dict[str, Any]]) -> list[str]:
@@ -212,6 +213,28 @@ class Scenario(_Strict):
                 "would be aborted. Use more messages, or fewer per transaction."
             )
         return None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _on_the_java_client(cls, data: Any) -> Any:
+        """With `client: java` (in the file, from --client or the page's choice), the on_java
+        block is applied: the story's Java paragraph, its sources, its expectations. It is
+        applied once and dropped, so the result's dump validates to itself (a run's copy)."""
+        if not isinstance(data, dict) or data.get("client") != "java" or not data.get("on_java"):
+            return data
+        java = OnJava.model_validate(data["on_java"])
+        sources = [
+            dict(s) if isinstance(s, dict) else s.model_dump() for s in data.get("sources", [])
+        ]
+        return {
+            **data,
+            "story": f"{str(data.get('story', '')).rstrip()}\n\n**On the Java client:** "
+            + java.note,
+            "sources": [*sources, *(s.model_dump() for s in java.sources)],
+            "expect": {**data.get("expect", {}), **java.expect},
+            "teaches": {**data.get("teaches", {}), **java.teaches},
+            "on_java": None,
+        }
 
     @model_validator(mode="after")
     def _expectations_are_well_formed(self) -> Scenario:
@@ -403,14 +426,9 @@ def with_client(scenario: Scenario, client: str) -> Scenario:
     """The scenario with its producer on `client` (librdkafka or java), validated again."""
     if client == scenario.client:
         return scenario
-    fields = {**scenario.model_dump(exclude_unset=True), "client": client}
-    if client == "java" and scenario.on_java is not None:
-        java = scenario.on_java
-        fields["story"] = f"{scenario.story.rstrip()}\n\n**On the Java client:** {java.note}"
-        fields["sources"] = [s.model_dump() for s in (*scenario.sources, *java.sources)]
-        fields["expect"] = {**scenario.expect, **java.expect}
-        fields["teaches"] = {**scenario.teaches, **java.teaches}
     try:
-        return Scenario.model_validate(fields)
+        return Scenario.model_validate(
+            {**scenario.model_dump(exclude_unset=True), "client": client}
+        )
     except ValidationError as exc:
         raise ScenarioError(f"{scenario.name}: {_describe(exc.errors()[0])}.") from None

@@ -214,3 +214,19 @@ def test_leader_moves_on_java_teaches_the_java_clients_own_lesson():
     ack_loss = load_scenario(list_scenarios()["ack-loss"])
     on_java = with_client(ack_loss, "java")
     assert (on_java.story, on_java.teaches) == (ack_loss.story, ack_loss.teaches)
+
+
+def test_a_file_that_names_the_java_client_gets_its_java_lesson_once():
+    """As a run's own copy of leader-moves run with --client java is read back (Replay)."""
+    import yaml
+
+    from engine.scenario import Scenario
+
+    path = list_scenarios()["leader-moves"]
+    data = {**yaml.safe_load(path.read_text()), "client": "java"}
+    java = Scenario.model_validate(data)
+    assert java.story.count("**On the Java client:**") == 1
+    assert "reordered" not in java.teaches["at-least-once"]
+    again = Scenario.model_validate(java.model_dump(exclude_unset=True))
+    assert again.story == java.story and again.teaches == java.teaches
+    assert with_client(load_scenario(path), "java") == java
