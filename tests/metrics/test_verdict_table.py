@@ -74,3 +74,69 @@ def test_the_parquet_table_pages_through_the_same_rows(spark, monkeypatch) -> No
         lost = verdict_table.read_page(run_id, spec.level, ["lost"], page=9, page_size=5)
         assert lost.total == len(range(3, messages, 17)) and lost.first == 10  # the last page
         assert list(lost.rows["id"]) == list(range(3, messages, 17))[10:]
+
+
+def _sparks_table(judged: Any) -> dict[str, list[dict[str, Any]]]:
+    """Judged.verdicts() collected, as verdict_rows shapes its rows (Spark's own join)."""
+    out: dict[str, list[dict[str, Any]]] = {s.level: [] for s in judged.levels}
+    for r in judged.verdicts().orderBy("level", "id").collect():
+        row = r.asDict()
+        row["latency_ms"] = None if row["latency_ms"] is None else round(row["latency_ms"], 2)
+        row["offsets"] = list(row["offsets"])
+        out[row.pop("level")].append(row)
+    return out
+
+
+def test_the_collected_table_is_sparks_joined_table(spark) -> None:
+    """verdict_rows fills in the ledger in Python; Judged.verdicts() joins it in Spark."""
+    messages = 30
+    levels = [
+        LevelSpec("at-least-once", "lab.collected.alo", "read_uncommitted"),
+        LevelSpec("exactly-once", "lab.collected.eo", "read_committed"),
+    ]
+    uncommitted, committed, events = [], [], []
+    for spec in levels:
+        offset = {0: 0, 1: 0}
+        for i in [*range(messages), messages + 4]:  # and one id beyond the ledger
+            if i % 7 == 0:
+                continue  # nothing names it: never sent, filled in
+            value = json.dumps({"id": i, "created_at": 100.0 + i}).encode()
+            # id 5 is stored three times: offsets 9 and 10 of partition 0 and 2 of partition 1
+            places = [(0, 9), (0, 10), (1, 2)] if i == 5 else [(i % 2, None)]
+            for partition, at in places:
+                position = offset[partition] if at is None else at
+                offset[partition] = max(offset[partition], position) + 1
+                row = (spec.topic, partition, position, value)
+                uncommitted.append(row)
+                if i % 9 != 4:  # aborted: only read_uncommitted shows it
+                    committed.append(row)
+            events.append((spec.level, 100.0 + i, "producer", "send", i, None, None, None))
+            events.append((spec.level, 100.2 + i, "producer", "ack", i, None, None, None))
+            events.append((spec.level, 100.5 + i, "sink", "consumed", i, None, None, None))
+    history_schema = "level string, " + ", ".join(
+        f"{f.name} {f.dataType.simpleString()}" for f in HISTORY_SCHEMA.fields
+    )
+    judged = judge(
+        uncommitted=spark.createDataFrame(uncommitted, KAFKA_SCHEMA),
+        committed=spark.createDataFrame(committed, KAFKA_SCHEMA),
+        history=spark.createDataFrame(events, history_schema),
+        levels=levels,
+        messages=messages,
+    )
+    try:
+        collected, joined = verdict_rows(judged), _sparks_table(judged)
+    finally:
+        judged.release()
+    assert collected == joined
+    for spec in levels:  # the same columns in the same order, row by row
+        assert [list(r) for r in collected[spec.level]] == [list(r) for r in joined[spec.level]]
+    # The cases the Python side decides, so the equality above covers them:
+    alo, eo = collected["at-least-once"], collected["exactly-once"]
+    assert [r["id"] for r in alo] == list(range(messages))  # the ledger only, in id order
+    never = alo[7]  # an id nothing names
+    assert never["verdict"] == "never sent" and never["copies"] == 0 and never["offsets"] == []
+    # Positions in (partition, offset) order by number: "0:10" sorts before "0:9" as text.
+    assert alo[5]["offsets"] == ["0:9", "0:10", "1:2"] and alo[5]["verdict"] == "duplicated"
+    assert alo[4]["aborted_copies"] == 1 and alo[4]["verdict"] == "visible although aborted"
+    assert eo[4]["copies"] == 0 and eo[4]["offsets"] == []  # read_committed never shows it
+    assert alo[3]["latency_ms"] == 500.0
