@@ -32,13 +32,13 @@ START, END = "<!-- streaming:start -->", "<!-- streaming:end -->"
 FINAL_TARGET_S, FIRST_TARGET_S = 1.0, 2.0  # issue 36's targets
 
 
-def measure(messages: int, repeats: int) -> dict[str, Any]:
+def measure(messages: int, repeats: int, trigger_s: float | None) -> dict[str, Any]:
     os.environ.setdefault("LAB_STATE_DIR", tempfile.mkdtemp(prefix="streaming-bench-"))
     os.environ.setdefault("LAB_RUNS_DIR", tempfile.mkdtemp(prefix="streaming-bench-runs-"))
     from engine.cluster.embedded import EmbeddedCluster
     from engine.metrics.compute import STREAM_SOURCE, compute_and_save
     from engine.metrics.session import get_spark
-    from engine.metrics.streaming import start_following
+    from engine.metrics.streaming import TRIGGER_S, start_following
     from engine.metrics.warm_up import warm_up_judgement
     from engine.runner import new_run_id, run_scenario
     from engine.scenario import list_scenarios, load_scenario
@@ -59,7 +59,12 @@ def measure(messages: int, repeats: int) -> dict[str, Any]:
             run_id = new_run_id(scenario.name)
             began = time.perf_counter()
             follower = start_following(
-                spark, cluster.direct_bootstrap, run_id, scenario.levels, scenario.pipeline
+                spark,
+                cluster.direct_bootstrap,
+                run_id,
+                scenario.levels,
+                scenario.pipeline,
+                trigger_s=trigger_s or TRIGGER_S,
             )
             output = run_scenario(scenario, cluster, run_id=run_id)
             verdict = time.perf_counter()
@@ -170,12 +175,20 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--messages", type=int, default=3000)
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument(
+        "--trigger-s",
+        type=float,
+        help="how often the queries look for new records (default: "
+        "engine.metrics.streaming.TRIGGER_S, 1 s)",
+    )
     parser.add_argument("--no-write", action="store_true", help="print, do not write METRICS.md")
     args = parser.parse_args()
     command = ".venv/bin/python -m benchmarks.streaming_bench"
     if (args.messages, args.repeats) != (3000, 5):
         command += f" --messages {args.messages} --repeats {args.repeats}"
-    text = block(measure(args.messages, args.repeats), command)
+    if args.trigger_s is not None:
+        command += f" --trigger-s {args.trigger_s:g}"
+    text = block(measure(args.messages, args.repeats, args.trigger_s), command)
     print(text)
     if not args.no_write:
         write_block(text)

@@ -260,10 +260,17 @@ _not_followed: dict[str, str] = {}  # run id -> why its streaming queries did no
 
 
 def start_following(
-    spark: SparkSession, bootstrap: str, run_id: str, levels: Sequence[str], pipeline: str
+    spark: SparkSession,
+    bootstrap: str,
+    run_id: str,
+    levels: Sequence[str],
+    pipeline: str,
+    *,
+    trigger_s: float = TRIGGER_S,
 ) -> RunFollower:
     """Start following a run's judged topics (raises what Spark raised if it cannot)."""
-    return RunFollower(spark, bootstrap, run_id, judged_topics(run_id, levels, pipeline)).start()
+    topics = judged_topics(run_id, levels, pipeline)
+    return RunFollower(spark, bootstrap, run_id, topics, trigger_s=trigger_s).start()
 
 
 def finish_in_background(follower: RunFollower) -> Future[dict[str, Any] | None]:
