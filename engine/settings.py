@@ -113,7 +113,8 @@ STREAMING_METRICS = _setting(
     "Dashboard",
     "1: when Spark is up, the presenter's runs are followed by a Spark streaming query and "
     "their metrics finished after the verdict; 0: computed after the run (off by default: "
-    "it slowed runs 2x on a loaded 2-core machine, benchmarks/METRICS.md).",
+    "click to verdict took 18-38% longer on a quiet 2-core machine, 2x under load, and the "
+    "final metrics came no sooner, benchmarks/METRICS.md).",
     "0",
 )
 ONE_LEVEL_AT_A_TIME = _setting(
