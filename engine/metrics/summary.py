@@ -26,6 +26,17 @@ THROUGHPUT_DEFINITION = (
 PERCENTILES = list(range(101))  # the latency distribution: nearest-rank q = 0..100
 
 
+# The verdict table's row of a ledger id that neither Kafka nor the history names (beside
+# no offsets and no times): Judged.verdicts() and verdict_rows both fill it in from here.
+UNNAMED: dict[str, Any] = {
+    "verdict": "never sent",
+    "copies": 0,
+    "ack": "unsent",
+    "reordered": False,
+    "aborted_copies": 0,
+}
+
+
 @dataclass
 class Judged:
     """What `judge` returns: per-level results, and the facts the verdict table comes from."""
@@ -54,16 +65,16 @@ class Judged:
             "level",
             "id",
             # An id that neither Kafka nor the history names: no copy, never sent.
-            F.coalesce("verdict", F.lit("never sent")).alias("verdict"),
-            F.coalesce("copies", F.lit(0)).alias("copies"),
+            F.coalesce("verdict", F.lit(UNNAMED["verdict"])).alias("verdict"),
+            F.coalesce("copies", F.lit(UNNAMED["copies"])).alias("copies"),
             F.coalesce(offsets, F.array().cast("array<string>")).alias("offsets"),
             "sent_at",
             "acked_at",
-            F.coalesce("ack", F.lit("unsent")).alias("ack"),
+            F.coalesce("ack", F.lit(UNNAMED["ack"])).alias("ack"),
             "consumed_at",
             "latency_ms",
-            F.coalesce("reordered", F.lit(False)).alias("reordered"),
-            F.coalesce("aborted_copies", F.lit(0)).alias("aborted_copies"),
+            F.coalesce("reordered", F.lit(UNNAMED["reordered"])).alias("reordered"),
+            F.coalesce("aborted_copies", F.lit(UNNAMED["aborted_copies"])).alias("aborted_copies"),
         )
 
     def release(self) -> None:
@@ -299,7 +310,7 @@ _VERDICT_FACTS = (
     "aborted_copies",
 )
 # The verdict table's columns after level and id, in Judged.verdicts()'s order.
-ROW_FIELDS = ("verdict", "copies", "offsets", *_VERDICT_FACTS[2:])
+_ROW_FIELDS = ("verdict", "copies", "offsets", *_VERDICT_FACTS[2:])
 
 
 def verdict_rows(judged: Judged) -> dict[str, list[dict[str, Any]]]:
@@ -330,15 +341,13 @@ def verdict_rows(judged: Judged) -> dict[str, list[dict[str, Any]]]:
         out[spec.level] = rows
         for i in range(judged.messages):
             fact = known.get((spec.level, i))
-            if fact is None:  # as Judged.verdicts() fills in an id that nothing names
-                fact = dict.fromkeys(_VERDICT_FACTS)
-                fact |= {"verdict": "never sent", "copies": 0, "ack": "unsent"}
-                fact |= {"reordered": False, "aborted_copies": 0, "offsets": []}
+            if fact is None:  # an id that nothing names, as Judged.verdicts() fills it in
+                fact = {**dict.fromkeys(_VERDICT_FACTS), **UNNAMED, "offsets": []}
             else:
                 copies = sorted(positions.get((code, i), ()))
                 fact["offsets"] = [f"{p}:{o}" for p, o in copies]
                 fact["latency_ms"] = _rounded(fact["latency_ms"])
-            rows.append({"id": i, **{k: fact[k] for k in ROW_FIELDS}})
+            rows.append({"id": i, **{k: fact[k] for k in _ROW_FIELDS}})
     return out
 
 
