@@ -24,22 +24,66 @@ import os
 import statistics
 import tempfile
 import time
-from typing import Any
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
 
 from benchmarks.metrics_bench import COMPARED, REPORT, split_report
 
 START, END = "<!-- streaming:start -->", "<!-- streaming:end -->"
 FINAL_TARGET_S, FIRST_TARGET_S = 1.0, 2.0  # issue 36's targets
 
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from engine.cluster.embedded import EmbeddedCluster
+    from engine.metrics.streaming import RunFollower
+    from engine.scenario import Scenario
+
+
+@contextmanager
+def warm_lab(name: str, nodes: int) -> Iterator[tuple[EmbeddedCluster, SparkSession]]:
+    """A new embedded cluster (its state and runs in temporary folders) and a SparkSession
+    warmed as the dashboard warms its own; the cluster is stopped at the end."""
+    os.environ.setdefault("LAB_STATE_DIR", tempfile.mkdtemp(prefix=f"{name}-"))
+    os.environ.setdefault("LAB_RUNS_DIR", tempfile.mkdtemp(prefix=f"{name}-runs-"))
+    from engine.cluster.embedded import EmbeddedCluster
+    from engine.metrics.session import get_spark
+    from engine.metrics.warm_up import warm_up_judgement
+
+    cluster = EmbeddedCluster(name, node_count=nodes)
+    cluster.start(timeout=240)
+    try:
+        spark = get_spark()
+        warm_up_judgement(spark)  # what the dashboard runs on its session before anyone asks
+        warm_up_judgement(spark, rounds=1, bootstrap=cluster.direct_bootstrap)
+        yield cluster, spark
+    finally:
+        cluster.stop()
+
+
+def follow(
+    spark: SparkSession,
+    cluster: EmbeddedCluster,
+    run_id: str,
+    scenario: Scenario,
+    trigger_s: float | None,
+) -> RunFollower:
+    """A follower on the run's judged topics, started before the run (as the dashboard does)."""
+    from engine.metrics.streaming import TRIGGER_S, start_following
+
+    return start_following(
+        spark,
+        cluster.direct_bootstrap,
+        run_id,
+        scenario.levels,
+        scenario.pipeline,
+        trigger_s=trigger_s or TRIGGER_S,
+    )
+
 
 def measure(messages: int, repeats: int, trigger_s: float | None) -> dict[str, Any]:
-    os.environ.setdefault("LAB_STATE_DIR", tempfile.mkdtemp(prefix="streaming-bench-"))
-    os.environ.setdefault("LAB_RUNS_DIR", tempfile.mkdtemp(prefix="streaming-bench-runs-"))
-    from engine.cluster.embedded import EmbeddedCluster
     from engine.metrics.compute import STREAM_SOURCE, compute_and_save
-    from engine.metrics.session import get_spark
-    from engine.metrics.streaming import TRIGGER_S, start_following
-    from engine.metrics.warm_up import warm_up_judgement
     from engine.runner import new_run_id, run_scenario
     from engine.scenario import list_scenarios, load_scenario
 
@@ -47,25 +91,13 @@ def measure(messages: int, repeats: int, trigger_s: float | None) -> dict[str, A
     workload = scenario.workload.model_copy(update={"messages": messages})
     # 3,000 messages outlast the scenario's 60 s on a loaded 2-core machine.
     scenario = scenario.model_copy(update={"workload": workload, "expect": {}, "timeout_s": 300})
-    cluster = EmbeddedCluster("streaming-bench", node_count=1)
-    cluster.start(timeout=240)
     out: dict[str, Any] = {"followed": [], "batch": [], "run_with": [], "run_without": []}
-    try:
-        spark = get_spark()
-        warm_up_judgement(spark)  # what the dashboard runs on its session before anyone asks
-        warm_up_judgement(spark, rounds=1, bootstrap=cluster.direct_bootstrap)
+    with warm_lab("streaming-bench", nodes=1) as (cluster, spark):
         load_before = os.getloadavg()
         for k in range(1 + repeats):
             run_id = new_run_id(scenario.name)
             began = time.perf_counter()
-            follower = start_following(
-                spark,
-                cluster.direct_bootstrap,
-                run_id,
-                scenario.levels,
-                scenario.pipeline,
-                trigger_s=trigger_s or TRIGGER_S,
-            )
+            follower = follow(spark, cluster, run_id, scenario, trigger_s)
             output = run_scenario(scenario, cluster, run_id=run_id)
             verdict = time.perf_counter()
             steps: dict[str, float] = {}
@@ -109,8 +141,6 @@ def measure(messages: int, repeats: int, trigger_s: float | None) -> dict[str, A
             out["run_without"].append(round(time.perf_counter() - began, 2))
             print(f"round {k}: {out['followed'][-1]}, batch {out['batch'][-1]} s", flush=True)
         out["load"] = [round(x, 2) for x in (*load_before, *os.getloadavg())]
-    finally:
-        cluster.stop()
     out["messages"], out["levels"] = messages, len(scenario.levels)
     return out
 
