@@ -153,6 +153,45 @@ class RunFollower:
                 consumer.close()
         return ends
 
+    def leader_changes(self, ends: dict[str, dict[tuple[str, int], int]]) -> list[str]:
+        """Of the partitions in `ends` (expected_ends()), those whose leader changed since
+        they were made, as
+        "topic:partition (leader epoch N)"; a new partition's first leader has epoch 0.
+
+        While its first leader leads, a partition keeps every record a reader has read: a
+        leader never truncates its own log, only followers do, to the leader's (KIP-101).
+        After a leader change, records already read can go: an unclean election, or the last
+        in-sync replica back with an empty disk (the lab's unclean-election and
+        leader-disk-lost scenarios, tests/integration/test_replication_truths.py). The
+        streaming query reads on past such a loss without noticing (failOnDataLoss is off for
+        the offset gaps of transactions), so its copy would count records Kafka no longer
+        holds. ListOffsets (latest) returns, with the log's end, the latest epoch of the
+        leader's epoch cache (UnifiedLog.fetchOffsetByTimestamp), to which a broker adds its
+        epoch when it becomes leader (Partition.makeLeader).
+        """
+        from confluent_kafka import KafkaException, TopicPartition
+        from confluent_kafka.admin import AdminClient, OffsetSpec
+
+        partitions = {
+            TopicPartition(topic, p): OffsetSpec.latest()
+            for topic, p in sorted({tp for by_partition in ends.values() for tp in by_partition})
+        }
+        if not partitions:
+            return []
+        admin = AdminClient({"bootstrap.servers": self.bootstrap})
+        changed = []
+        try:
+            for tp, future in admin.list_offsets(partitions, request_timeout=5).items():
+                epoch = future.result().leader_epoch
+                if epoch is None or epoch != 0:  # unknown counts as changed: be safe
+                    changed.append(f"{tp.topic}:{tp.partition} (leader epoch {epoch})")
+        except KafkaException as exc:
+            raise MetricsError(
+                f"No Kafka broker answers at {self.bootstrap} to give the run's partitions' "
+                f"leader epochs ({exc.args[0].str()})."
+            ) from exc
+        return sorted(changed)
+
     def read_up_to(self) -> dict[str, dict[tuple[str, int], int]]:
         """Per isolation, the offset the query has read up to (its last batch's end)."""
         out: dict[str, dict[tuple[str, int], int]] = {isolation: {} for isolation in ISOLATIONS}
@@ -188,19 +227,29 @@ class RunFollower:
     def finish(self, timeout: float = FINISH_TIMEOUT_S) -> tuple[DataFrame, DataFrame]:
         """The last micro-batches, then (uncommitted, committed): every record of the topics.
 
-        Raises MetricsError if a query failed, or has not read to the end of what Kafka
-        holds within `timeout` (the caller then falls back to the batch job).
+        Raises MetricsError if a partition's leader changed during the run (leader_changes),
+        if a query failed, or if it has not read to the end of what Kafka holds within
+        `timeout` (the caller then falls back to the batch job).
         """
         if self.query is None:
             raise MetricsError("Spark's streaming query was not started.")
+        self.rows_before_end = self.rows_read()
+        began = time.perf_counter()
+        expected = self.expected_ends()
+        if changed := self.leader_changes(expected):
+            raise MetricsError(
+                f"The leader of {', '.join(changed[:3])} changed during the run, and after a "
+                "leader change Kafka can lose records a reader had already read (KIP-101; "
+                "the lab's leader-disk-lost and unclean-election scenarios): the records the "
+                "queries read may no longer be what Kafka holds."
+            )
+        self.timings["kafka_ends"] = time.perf_counter() - began
+        # After the leaders' check: a query that failed while a partition had no leader
+        # gives a lesser reason than the leader change itself.
         if self.query.exception() is not None:
             raise MetricsError(
                 f"Spark's streaming query stopped: {_first_line(self.query.exception())}"
             )
-        self.rows_before_end = self.rows_read()
-        began = time.perf_counter()
-        expected = self.expected_ends()
-        self.timings["kafka_ends"] = time.perf_counter() - began
         deadline = time.monotonic() + timeout
         while True:
             try:
@@ -240,8 +289,17 @@ class RunFollower:
             with contextlib.suppress(Exception):  # a failed query: nothing more to do
                 self.query.stop()
 
-    def stop(self) -> None:
-        """Stop the query and forget its table and checkpoints."""
+    def stop(self, *, wait: bool = True) -> None:
+        """Stop the query and forget its table and checkpoints.
+
+        With `wait=False` this happens in a thread of its own: a query whose broker died
+        stops only when its Kafka call gives up (the clients' default.api.timeout.ms, a
+        minute), and the batch job that takes over need not wait for that. The query keeps
+        the clients' default timeouts so that it follows a run through a leader's absence.
+        """
+        if not wait:
+            threading.Thread(target=self.stop, name=f"stop-{self.table}", daemon=True).start()
+            return
         self.stop_queries()
         catalog = self.spark._jsparkSession.sessionState().catalog()
         catalog.dropTempView(self.table)  # directly, as run_sql does: no uncaching by name
