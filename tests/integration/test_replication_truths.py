@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from engine.runner import run_scenario
 from engine.scenario import list_scenarios, load_scenario
 from tests.kafkatools import kcat_values
+from tests.metrics.followed import Judged, assert_three_ways_agree, run_judged_three_ways
 
 pytestmark = pytest.mark.kafka
 
@@ -27,10 +27,14 @@ REPLICATION_SCENARIOS = (
 )
 
 
-def _run_levels(name: str, cluster: Any) -> dict[str, dict[str, Any]]:
+def _judged(name: str, cluster: Any, *, trust_the_follower: bool = False) -> Judged:
+    """Run `name` (Spark following it: tests/metrics/followed.py); check kcat's counts."""
     path = list_scenarios()[name]
     scenario = load_scenario(path)
-    output = run_scenario(scenario, cluster, source_text=path.read_text())
+    judged = run_judged_three_ways(
+        scenario, cluster, path.read_text(), trust_the_follower=trust_the_follower
+    )
+    output = judged.output
     for result in output["results"].values():
         # The counts equal an independent client's reading of the same topic.
         topic = result["sink_topic"]
@@ -39,7 +43,11 @@ def _run_levels(name: str, cluster: Any) -> dict[str, dict[str, Any]]:
         assert result["duplicates"] == len(ids) - len(Counter(ids))
         assert result["lost"] == scenario.workload.messages - len(Counter(ids))
     assert not scenario.unmet_expectations(output["results"]), name
-    return output["results"]
+    return judged
+
+
+def _run_levels(name: str, cluster: Any) -> dict[str, dict[str, Any]]:
+    return _judged(name, cluster).output["results"]
 
 
 def _run(name: str, cluster: Any) -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -82,7 +90,9 @@ def test_with_unclean_election_on_the_stale_follower_leads_and_acknowledged_data
 
 
 def test_a_last_leader_back_with_an_empty_disk_leads_and_the_follower_truncates_to_it(cluster3):
-    result, faults = _run("leader-disk-lost", cluster3)
+    judged = _judged("leader-disk-lost", cluster3, trust_the_follower=True)
+    result = judged.output["results"]["at-least-once"]
+    faults = result["faults"]
     leader = _kinds(faults, "kill-leader")[0]["node"]
     follower = _kinds(faults, "kill-follower")[0]["node"]
     assert _kinds(faults, "wipe-partition")[0]["node"] == leader
@@ -93,6 +103,17 @@ def test_a_last_leader_back_with_an_empty_disk_leads_and_the_follower_truncates_
     assert any(node == follower and "Truncating to offset 0" in line for node, line in lines)
     # Every acknowledged message is gone, the ones both replicas held included.
     assert result["lost"] == 20 and result["acked"] == 20
+
+    # Spark's streaming queries had read the 20 before the disk was lost, and kept them: a
+    # copy that counted them would show no loss. The leader's epoch says a leader changed,
+    # which is why the lab refuses that copy (RunFollower.leader_changes); trusted here
+    # anyway, it disagrees with Kafka, the batch job and the checker.
+    assert judged.leader_changes
+    followed = judged.streamed["results"]["at-least-once"]
+    assert (followed["delivered"], followed["lost"]) == (20, 0)
+    assert judged.batch["results"]["at-least-once"]["lost"] == 20
+    with pytest.raises(AssertionError):
+        assert_three_ways_agree(judged)
 
 
 def test_a_leader_that_shuts_down_cleanly_answers_not_leader_and_the_retry_stores_once(cluster3):

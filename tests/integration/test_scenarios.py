@@ -2,7 +2,9 @@
 
 The promises are the `expect` block of each scenario ("3" exactly, ">=1" at least). Every
 level's counts are also checked against kcat reading the same topic at the same isolation
-level, so the numbers do not rest on the lab's own reader.
+level, so the numbers do not rest on the lab's own reader, and against Spark's metrics, as
+its streaming queries read the run and as its batch job reads Kafka after it
+(tests/metrics/followed.py).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from engine.scenario import list_scenarios, load_scenario
 from tests.integration.test_lost_coordinator_answers import LOST_MESSAGE_SCENARIOS
 from tests.integration.test_replication_truths import REPLICATION_SCENARIOS
 from tests.kafkatools import kcat_values
+from tests.metrics.followed import run_judged_three_ways
 
 pytestmark = pytest.mark.kafka
 
@@ -38,7 +41,8 @@ def kcat_ids(bootstrap: str, topic: str, isolation: str) -> list[int]:
 def test_scenario_behaves_as_its_file_says(name, request):
     scenario = load_scenario(SCENARIOS[name])
     cluster = request.getfixturevalue("cluster3" if scenario.nodes == 3 else "cluster1")
-    output = run_scenario(scenario, cluster, source_text=SCENARIOS[name].read_text())
+    # Spark follows the run; its metrics, the batch job's and the checker's must agree.
+    output = run_judged_three_ways(scenario, cluster, SCENARIOS[name].read_text()).output
 
     assert set(output["results"]) == set(scenario.levels)
     assert not scenario.unmet_expectations(output["results"]), name

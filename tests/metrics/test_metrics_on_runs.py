@@ -30,23 +30,9 @@ from engine.metrics.spark_job import (
 from engine.runner import run_scenario
 from engine.scenario import list_scenarios, load_scenario
 from tests.metrics import reference
+from tests.metrics.followed import CHECKER_FIELDS
 
 pytestmark = pytest.mark.kafka
-
-CHECKER_FIELDS = (
-    "unseen_by_sink",
-    "sink_topic",
-    "isolation",
-    "sent",
-    "acked",
-    "delivered",
-    "duplicates",
-    "lost",
-    "reordered",
-    "aborted_visible",
-    "fenced",
-    "latency_ms",
-)
 
 
 @pytest.fixture(scope="module")

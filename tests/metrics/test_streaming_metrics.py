@@ -1,12 +1,14 @@
 """Metrics that follow the run (engine.metrics.streaming) equal the batch job's and the
 checker's on real runs.
 
-Each scenario runs on the session's real 1-node cluster with a RunFollower started before
-it: Spark's streaming queries read the run's judged topics at both isolation levels while
-it runs. When it ends, the follower's last micro-batches and the shared judgement give the
-metrics, which must equal the batch job's (a fresh read of Kafka after the run) field by
-field, and the checker's counts and per-message verdicts. The contrast: the same tables
-without their last records give other counts, and the follower's end check names the gap.
+Every scenario is checked so in the scenario tests (tests/metrics/followed.py); here
+ack-loss and consumer-crash run on the session's real 1-node cluster with a RunFollower
+started before it: Spark's streaming queries read the run's judged topics at both isolation
+levels while it runs. When it ends, the follower's last micro-batches and the shared
+judgement give the metrics, which must equal the batch job's (a fresh read of Kafka after
+the run) field by field, and the checker's counts and per-message verdicts. The contrast:
+the same tables without their last records give other counts, and the follower's end check
+names the gap.
 """
 
 from __future__ import annotations
@@ -16,17 +18,19 @@ from typing import Any
 
 import pytest
 
-from engine import record
 from engine.metrics.compute import STREAM_SOURCE, compute_and_save
 from engine.metrics.spark_job import MetricsError, run_metrics
 from engine.metrics.streaming import RunFollower, start_following
 from engine.runner import new_run_id, run_scenario
 from engine.scenario import list_scenarios, load_scenario
-from tests.metrics.test_metrics_on_runs import CHECKER_FIELDS
 
 pytestmark = pytest.mark.kafka
 
-SCENARIOS = ("ack-loss", "consumer-crash", "aborted-transaction")
+# Every scenario is judged three ways (streamed, batch, checker) in the scenario tests
+# (tests/metrics/followed.py); here two run again for what those do not check. ack-loss
+# ends in about 4 s, sometimes before the query's first micro-batch has read anything;
+# consumer-crash runs about 10 s.
+SCENARIOS = ("ack-loss", "consumer-crash")
 
 
 @pytest.fixture(scope="module")
@@ -61,24 +65,6 @@ def streamed(cluster1, spark) -> dict[str, tuple[dict[str, Any], dict[str, Any],
         metrics = compute_and_save(output["run_id"], follower=follower)
         out[name] = (output, metrics, follower)
     return out
-
-
-@pytest.mark.parametrize("name", SCENARIOS)
-def test_streamed_metrics_equal_the_batch_jobs_and_the_checkers(name, streamed, spark) -> None:
-    output, metrics, follower = streamed[name]
-    assert metrics["source"] == STREAM_SOURCE, metrics.get("fallback_reason")
-    assert metrics["fallback_reason"] is None
-    assert follower.rows_in_all > 0
-    batch, judged = run_metrics(output["run_id"], spark=spark)
-    judged.release()
-    recorded = record.load_run(output["run_id"])
-    assert set(metrics["results"]) == set(output["results"]) == set(batch["results"])
-    for level, checked in output["results"].items():
-        ours = metrics["results"][level]
-        assert ours == batch["results"][level], f"{name} / {level}: streamed != batch"
-        for field in CHECKER_FIELDS:
-            assert ours[field] == checked[field], f"{name} / {level}: {field}"
-        assert metrics["verdicts"][level] == recorded["levels"][level]["verdicts"], level
 
 
 def test_the_follower_read_while_the_run_ran(streamed) -> None:
@@ -146,7 +132,7 @@ def test_a_follower_on_a_dead_broker_falls_back_to_the_batch_job(streamed, spark
     saved = compute_and_save(output["run_id"], follower=follower)
     assert saved["source"] != STREAM_SOURCE
     assert saved["fallback_reason"].startswith(
-        "The streaming queries that followed the run could not finish"
+        "The records Spark's streaming queries read while the run ran were not used"
     )
     assert saved["results"]["at-least-once"]["duplicates"] == 1
     with pytest.raises(MetricsError):
