@@ -155,8 +155,8 @@ class RunFollower:
 
     def leader_changes(self, ends: dict[str, dict[tuple[str, int], int]]) -> list[str]:
         """Of the partitions in `ends` (expected_ends()), those whose leader changed since
-        they were made, as
-        "topic:partition (leader epoch N)"; a new partition's first leader has epoch 0.
+        they were made, as "topic:partition (leader epoch N)". A new partition's first
+        leader has epoch 0.
 
         While its first leader leads, a partition keeps every record a reader has read: a
         leader never truncates its own log, only followers do, to the leader's (KIP-101).
@@ -183,7 +183,7 @@ class RunFollower:
         try:
             for tp, future in admin.list_offsets(partitions, request_timeout=5).items():
                 epoch = future.result().leader_epoch
-                if epoch is None or epoch != 0:  # unknown counts as changed: be safe
+                if epoch != 0:  # None (unknown) counts as changed: be safe
                     changed.append(f"{tp.topic}:{tp.partition} (leader epoch {epoch})")
         except KafkaException as exc:
             raise MetricsError(

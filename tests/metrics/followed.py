@@ -25,7 +25,7 @@ from engine import record
 from engine.metrics.compute import STREAM_SOURCE, compute_and_save
 from engine.metrics.session import get_spark
 from engine.metrics.spark_job import run_metrics
-from engine.metrics.streaming import start_following
+from engine.metrics.streaming import RunFollower, start_following
 from engine.runner import new_run_id, run_scenario
 from engine.scenario import Scenario
 
@@ -54,6 +54,22 @@ class Judged:
     leader_changes: list[str]  # the follower's reason to refuse its copy, if any
 
 
+def followed_run(
+    scenario: Scenario, cluster: Any, source_text: str, spark: Any
+) -> tuple[dict[str, Any], RunFollower]:
+    """Run `scenario` with a follower started first: (the run's output, the follower)."""
+    run_id = new_run_id(scenario.name)
+    follower = start_following(
+        spark, cluster.direct_bootstrap, run_id, scenario.levels, scenario.pipeline
+    )
+    try:
+        output = run_scenario(scenario, cluster, source_text=source_text, run_id=run_id)
+    except BaseException:
+        follower.stop()
+        raise
+    return output, follower
+
+
 def run_judged_three_ways(
     scenario: Scenario, cluster: Any, source_text: str, *, trust_the_follower: bool = False
 ) -> Judged:
@@ -63,12 +79,9 @@ def run_judged_three_ways(
     was used exactly when no partition's leader changed.
     """
     spark = get_spark("local[2]")
-    run_id = new_run_id(scenario.name)
-    follower = start_following(
-        spark, cluster.direct_bootstrap, run_id, scenario.levels, scenario.pipeline
-    )
+    output, follower = followed_run(scenario, cluster, source_text, spark)
+    run_id = output["run_id"]
     try:
-        output = run_scenario(scenario, cluster, source_text=source_text, run_id=run_id)
         changes = follower.leader_changes(follower.expected_ends())
     except BaseException:
         follower.stop()

@@ -20,9 +20,9 @@ import pytest
 
 from engine.metrics.compute import STREAM_SOURCE, compute_and_save
 from engine.metrics.spark_job import MetricsError, run_metrics
-from engine.metrics.streaming import RunFollower, start_following
-from engine.runner import new_run_id, run_scenario
+from engine.metrics.streaming import RunFollower
 from engine.scenario import list_scenarios, load_scenario
+from tests.metrics import followed
 
 pytestmark = pytest.mark.kafka
 
@@ -41,19 +41,9 @@ def spark() -> Iterator[Any]:
 
 
 def followed_run(name: str, cluster: Any, spark: Any) -> tuple[dict[str, Any], RunFollower]:
-    """Run `name` with a follower started first; returns (the run's output, the follower)."""
+    """Run the scenario `name` with a follower started first (tests/metrics/followed.py)."""
     path = list_scenarios()[name]
-    scenario = load_scenario(path)
-    run_id = new_run_id(scenario.name)
-    follower = start_following(
-        spark, cluster.direct_bootstrap, run_id, scenario.levels, scenario.pipeline
-    )
-    try:
-        output = run_scenario(scenario, cluster, source_text=path.read_text(), run_id=run_id)
-    except BaseException:
-        follower.stop()
-        raise
-    return output, follower
+    return followed.followed_run(load_scenario(path), cluster, path.read_text(), spark)
 
 
 @pytest.fixture(scope="module")
