@@ -73,16 +73,13 @@ def rates_figure(results: dict[str, Any]) -> go.Figure:
     )
     for column, (key, label) in enumerate(RATES, start=1):
         figure.add_trace(
-            go.Bar(
-                name=label,
-                x=levels,
-                y=[100 * rate(results[level], key) for level in levels],
-                marker_color=RATE_COLOURS[key],
-                text=[_count_text(results[level], key) for level in levels],
-                textposition="outside",
-                textfont={"size": 14},
-                hovertemplate="%{x}: %{y:.1f}%<extra>" + label + "</extra>",
-                showlegend=False,
+            _panel_bar(
+                label,
+                levels,
+                [100 * rate(results[level], key) for level in levels],
+                RATE_COLOURS[key],
+                [_count_text(results[level], key) for level in levels],
+                "%{y:.1f}%",
             ),
             row=1,
             col=column,
@@ -93,6 +90,52 @@ def rates_figure(results: dict[str, Any]) -> go.Figure:
         bargap=0.3,
     )
     figure.update_yaxes(title_text="% of the run's messages", row=1, col=1)
+    figure.update_xaxes(tickangle=-30)
+    return figure
+
+
+def _panel_bar(
+    title: str, levels: list[str], values: list[float], hue: str, texts: list[str], shown: str
+) -> go.Bar:
+    """A panel's bars: one per level, its count written above it, `shown` on hover."""
+    return go.Bar(
+        name=title,
+        x=levels,
+        y=values,
+        marker_color=hue,
+        text=texts,
+        textposition="outside",
+        textfont={"size": 14},
+        hovertemplate="%{x}: " + shown + "<extra>" + title + "</extra>",
+        showlegend=False,
+    )
+
+
+# What the live panel shows of a followed run's records so far (SoFar.counts' keys).
+SO_FAR_PANELS = [
+    ("delivered", "messages in the topic", "#2e7d32"),
+    ("duplicates", "extra copies (duplicates)", "#ef6c00"),
+    ("aborted_visible", "aborted records visible", "#1565c0"),
+]
+
+
+def so_far_figure(counts: dict[str, dict[str, int]], messages: int) -> go.Figure:
+    """One panel per count, one bar per level, each bar labelled with its count."""
+    levels = list(counts)
+    figure = make_subplots(
+        rows=1, cols=len(SO_FAR_PANELS), subplot_titles=[t for _k, t, _c in SO_FAR_PANELS]
+    )
+    for column, (key, title, hue) in enumerate(SO_FAR_PANELS, start=1):
+        values = [counts[level].get(key, 0) for level in levels]
+        texts = [f"{v:,}" if v else "" for v in values]
+        figure.add_trace(_panel_bar(title, levels, values, hue, texts, "%{y:,}"), row=1, col=column)
+    # Fixed axes while the bars grow: the messages for the first panel, so a level's bar
+    # reaching the top means all of the run's messages are in its topic.
+    figure.update_yaxes(range=[0, messages * 1.15], row=1, col=1)
+    for column, (key, _title, _hue) in enumerate(SO_FAR_PANELS[1:], start=2):
+        top = max([counts[level].get(key, 0) for level in levels] + [4])
+        figure.update_yaxes(range=[0, top * 1.3], row=1, col=column)
+    figure.update_layout(height=320, margin={"l": 10, "r": 10, "t": 40, "b": 10}, bargap=0.3)
     figure.update_xaxes(tickangle=-30)
     return figure
 

@@ -147,7 +147,15 @@ def follow(
 
     try:
         following.append(
-            start_following(spark, cluster.direct_bootstrap, run_id, levels, scenario.pipeline)
+            start_following(
+                spark,
+                cluster.direct_bootstrap,
+                run_id,
+                levels,
+                scenario.pipeline,
+                messages=scenario.workload.messages,
+                scenario=scenario.name,
+            )
         )
     except Exception as exc:  # the Metrics page says so, and computes with the batch job
         not_followed(run_id, exc)

@@ -8,9 +8,10 @@ from typing import Any
 
 import streamlit as st
 
-from engine import record
+from engine import record, settings
 from engine.checker import LATENCY_DEFINITION
 from engine.errors import LabError
+from engine.metrics import streaming
 from engine.metrics.compute import RECORD_SOURCE, STREAM_SOURCE
 from pages._metrics_view import (
     COMPARED,
@@ -23,6 +24,7 @@ from pages._metrics_view import (
     shared_metrics,
     shared_result,
     shared_runs,
+    so_far_figure,
     versioned_metrics,
 )
 from pages._roles import is_presenter
@@ -317,6 +319,57 @@ def render_history(
     )
 
 
+LIVE_EVERY_S = 1.0  # the live panel's refresh; Spark counts at most every SO_FAR_EVERY_S
+
+
+def live_panel(presenter: bool) -> None:
+    """While a run is followed by Spark's streaming queries (LAB_STREAMING_METRICS=1), the
+    counts its records read so far decide, refreshed every second; when it ends, the page
+    draws again with the run's final numbers. Only the presenter's session makes Spark count;
+    viewers show what it counted last."""
+    from engine.metrics.streaming import SO_FAR_EVERY_S, live_runs
+
+    # With the setting on, the panel keeps looking, so a run started from another page
+    # shows here as it starts.
+    if not settings.STREAMING_METRICS.flag() and not live_runs():
+        return
+
+    @st.fragment(run_every=LIVE_EVERY_S)
+    def panel() -> None:
+        running = live_runs()
+        if not running:
+            if st.session_state.pop("metrics_live_shown", False):
+                st.rerun()  # the run has ended: the whole page, with its final numbers
+            return
+        st.session_state["metrics_live_shown"] = True
+        run = running[0]
+        so_far = run.so_far() if presenter else run.latest()
+        st.subheader(f"While {run.scenario or 'the run'} runs: what Spark has read so far")
+        if so_far is None:
+            st.caption(
+                "Spark's streaming queries follow the run's topics; they have not read a "
+                "record of this run yet."
+            )
+            return
+        age = max(0.0, time.time() - so_far.at)
+        st.caption(
+            f"Counted by Spark {age:.0f} s ago (at most every {SO_FAR_EVERY_S:.0f} s) from the "
+            f"{so_far.rows_read:,} records its streaming queries have read from Kafka (each "
+            "record once per isolation level), counted at each level's own isolation: the "
+            "same definitions as the final numbers, over the records read so far. Losses "
+            "and latency need the run's end; the final numbers replace these when it ends."
+        )
+        st.plotly_chart(
+            so_far_figure(so_far.counts, so_far.messages),
+            width="stretch",
+            key="metrics_so_far",
+        )
+
+    panel()
+
+
+live_panel(is_presenter())
+
 runs = [m for m in shared_runs() if m.get("status") == "complete"]
 if not runs:
     st.info(
@@ -343,6 +396,10 @@ if presenter:
 spark_panel(service, presenter)
 
 saved = shared_metrics(meta["run_id"])
+if saved is None and streaming.is_live(meta["run_id"]):
+    # Its streaming queries' final numbers are being finished: no batch job beside them.
+    st.info("Spark's streaming queries are finishing this run's numbers; they show here then.")
+    st.stop()
 if presenter and service.state == "ready" and saved is None:
     saved = compute_once(meta["run_id"], service)  # a run opened for the first time
 if (

@@ -135,6 +135,42 @@ FROM marked
 """
 
 
+# The counts so_far_sql gives per level, in its order.
+SO_FAR_COUNTS = (
+    "stored_copies",
+    "delivered",
+    "duplicates",
+    "duplicated_messages",
+    "aborted_visible",
+)
+
+
+def so_far_sql(levels: Sequence[LevelSpec], messages: int) -> str:
+    """Per level, the counts that records alone decide, over the positions read so far.
+
+    `{records}` is positions_sql's table. These are the summary's definitions (facts_sql's
+    copies are an id's stored positions; summary_sql counts ledger ids) restricted to the
+    records read: delivered (ids with a stored copy), duplicates (stored copies beyond each
+    id's first), duplicated_messages (ids with more than one) and aborted_visible (stored
+    copies of aborted transactions). Losses and latencies need the history and the run's
+    end, so they are not among them. Once every record is read, the counts are the run's.
+    """
+    name = _sql_codes("level", {k: s.level for k, s in enumerate(levels)})
+    return f"""
+WITH ids AS (
+    SELECT level, id, sum(CAST(stored AS BIGINT)) AS copies,
+           sum(CAST(aborted AS BIGINT)) AS aborted
+    FROM {{records}} WHERE id BETWEEN 0 AND {messages - 1} GROUP BY level, id
+)
+SELECT {name} AS level, sum(copies) AS stored_copies,
+       sum(CAST(copies > 0 AS BIGINT)) AS delivered,
+       sum(greatest(copies - 1, 0)) AS duplicates,
+       sum(CAST(copies > 1 AS BIGINT)) AS duplicated_messages,
+       sum(aborted) AS aborted_visible
+FROM ids GROUP BY level
+"""
+
+
 def facts_sql(
     levels: Sequence[LevelSpec], producer_procs: Sequence[str], sink_proc: str, messages: int
 ) -> str:

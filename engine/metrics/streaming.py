@@ -29,9 +29,10 @@ import time
 import uuid
 from collections.abc import Sequence
 from concurrent.futures import Future
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from engine.metrics.inputs import MetricsError
+from engine.metrics.inputs import LevelSpec, MetricsError
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -311,8 +312,91 @@ def _first_line(exc: BaseException | Any) -> str:
     return (text.splitlines()[0] if text else type(exc).__name__)[:300]
 
 
+def level_specs(run_id: str, levels: Sequence[str], pipeline: str) -> list[LevelSpec]:
+    """The levels as the judgement names them, known before the run has a result: each
+    level's judged topic, and its sink's isolation (engine.level_run.LevelRun)."""
+    from engine.level_run import judged_topic_name
+    from engine.levels import LEVELS
+
+    return [
+        LevelSpec(
+            level=name,
+            topic=judged_topic_name(run_id, name, pipeline),
+            isolation=str(LEVELS[name].consumer.get("isolation.level", "read_uncommitted")),
+        )
+        for name in levels
+    ]
+
+
+# A page asking more often than this gets the counts computed last (one Spark job each).
+SO_FAR_EVERY_S = 2.0
+
+
+@dataclass(frozen=True)
+class SoFar:
+    """What a followed run's records read so far say, per level (summary.so_far's counts)."""
+
+    run_id: str
+    levels: list[LevelSpec]
+    messages: int
+    at: float  # when the counts were computed (epoch seconds)
+    rows_read: int  # records the queries had read, both isolations
+    counts: dict[str, dict[str, int]]
+
+
+class LiveRun:
+    """A run being followed, for pages to show what Spark has read of it so far."""
+
+    def __init__(
+        self, follower: RunFollower, levels: list[LevelSpec], messages: int, scenario: str
+    ) -> None:
+        self.follower, self.levels, self.messages = follower, levels, messages
+        self.scenario = scenario
+        self.started_at = time.time()
+        self._lock = threading.Lock()
+        self._last: SoFar | None = None
+
+    def so_far(self) -> SoFar | None:
+        """The latest counts, computed now unless they are fresh; None before any record
+        was read or if Spark cannot count (the run goes on, and the final metrics come)."""
+        from engine.metrics.summary import so_far
+
+        with self._lock:  # one page computes; the others wait for its counts
+            last = self._last
+            if last is not None and time.time() - last.at < SO_FAR_EVERY_S:
+                return last
+            follower = self.follower
+            try:
+                rows = follower.rows_read()
+                if rows == 0:
+                    return None
+                table = follower.spark.table(follower.table)
+                uncommitted, committed = (
+                    table.where(f"isolation = '{isolation}'").drop("isolation")
+                    for isolation in ISOLATIONS
+                )
+                counts = so_far(
+                    uncommitted=uncommitted,
+                    committed=committed,
+                    levels=self.levels,
+                    messages=self.messages,
+                )
+            except Exception:  # the query stopped or its table is gone: the run ended
+                return last
+            self._last = SoFar(
+                follower.run_id, self.levels, self.messages, time.time(), rows, counts
+            )
+            return self._last
+
+    def latest(self) -> SoFar | None:
+        """The counts computed last, without computing (for sessions that make Spark no work)."""
+        with self._lock:
+            return self._last
+
+
 # ---- the dashboard's followers, by run ------------------------------------------------
 _lock = threading.Lock()
+_live: dict[str, LiveRun] = {}  # run id -> its follower, while the run runs
 _finishing: dict[str, Future[dict[str, Any] | None]] = {}
 _not_followed: dict[str, str] = {}  # run id -> why its streaming queries did not start
 
@@ -325,10 +409,38 @@ def start_following(
     pipeline: str,
     *,
     trigger_s: float = TRIGGER_S,
+    messages: int | None = None,
+    scenario: str = "",
 ) -> RunFollower:
-    """Start following a run's judged topics (raises what Spark raised if it cannot)."""
+    """Start following a run's judged topics (raises what Spark raised if it cannot).
+
+    With `messages` (the workload's), pages can show the run's counts so far (live_runs)
+    until finish_in_background or abandon.
+    """
     topics = judged_topics(run_id, levels, pipeline)
-    return RunFollower(spark, bootstrap, run_id, topics, trigger_s=trigger_s).start()
+    follower = RunFollower(spark, bootstrap, run_id, topics, trigger_s=trigger_s).start()
+    if messages is not None:
+        with _lock:
+            specs = level_specs(run_id, levels, pipeline)
+            _live[run_id] = LiveRun(follower, specs, messages, scenario)
+    return follower
+
+
+def live_runs() -> list[LiveRun]:
+    """The runs being followed now, the latest first."""
+    with _lock:
+        return sorted(_live.values(), key=lambda r: r.started_at, reverse=True)
+
+
+def is_live(run_id: str) -> bool:
+    """Whether the run is followed now: its final numbers come when its follower finishes."""
+    with _lock:
+        return run_id in _live
+
+
+def _not_live(run_id: str) -> None:
+    with _lock:
+        _live.pop(run_id, None)
 
 
 def finish_in_background(follower: RunFollower) -> Future[dict[str, Any] | None]:
@@ -343,6 +455,7 @@ def finish_in_background(follower: RunFollower) -> Future[dict[str, Any] | None]
     future.set_running_or_notify_cancel()
     with _lock:
         _finishing[follower.run_id] = future
+        _live.pop(follower.run_id, None)
 
     def run() -> None:
         try:
@@ -356,6 +469,7 @@ def finish_in_background(follower: RunFollower) -> Future[dict[str, Any] | None]
 
 def abandon(follower: RunFollower) -> None:
     """The run failed: stop following it."""
+    _not_live(follower.run_id)
     with contextlib.suppress(Exception):
         follower.stop()
 

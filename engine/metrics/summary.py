@@ -15,7 +15,15 @@ from pyspark.sql import functions as F
 from engine.metrics.buckets import bucket_width
 from engine.metrics.inputs import PRODUCER_PROCS, SINK_PROC, LevelSpec
 from engine.metrics.session import shuffle_partitions
-from engine.metrics.sql import facts_sql, picks_sql, positions_sql, run_sql, summary_sql
+from engine.metrics.sql import (
+    SO_FAR_COUNTS,
+    facts_sql,
+    picks_sql,
+    positions_sql,
+    run_sql,
+    so_far_sql,
+    summary_sql,
+)
 
 THROUGHPUT_DEFINITION = (
     "Throughput counts the messages whose latency was measured (delivered and seen by the "
@@ -136,6 +144,26 @@ def judge(
     return Judged(
         results=results, facts=facts, records=records, messages=messages, levels=list(levels)
     )
+
+
+def so_far(
+    *, uncommitted: DataFrame, committed: DataFrame, levels: Sequence[LevelSpec], messages: int
+) -> dict[str, dict[str, int]]:
+    """Per level, the counts the records read so far decide (sql.so_far_sql), as
+    {level: {count: n}}; a level with no record read yet has zeros. One Spark job."""
+    records = run_sql(
+        uncommitted.sparkSession,
+        positions_sql(levels),
+        uncommitted=uncommitted,
+        committed=committed,
+    )
+    rows = run_sql(
+        uncommitted.sparkSession, so_far_sql(levels, messages), records=records
+    ).collect()
+    counts = {s.level: dict.fromkeys(SO_FAR_COUNTS, 0) for s in levels}
+    for row in rows:
+        counts[row["level"]] = {k: int(row[k] or 0) for k in SO_FAR_COUNTS}
+    return counts
 
 
 def _rank(q: int, n: int) -> int:

@@ -20,7 +20,8 @@ import pytest
 
 from engine.metrics.compute import STREAM_SOURCE, compute_and_save
 from engine.metrics.spark_job import MetricsError, run_metrics
-from engine.metrics.streaming import RunFollower
+from engine.metrics.streaming import RunFollower, level_specs
+from engine.metrics.summary import so_far
 from engine.scenario import list_scenarios, load_scenario
 from tests.metrics import followed
 
@@ -101,6 +102,25 @@ def test_without_the_last_records_the_counts_differ_and_the_end_check_says_so(
             or short["results"][level]["duplicates"] != checked["duplicates"]
             for level, checked in output["results"].items()
         )
+        # The live panel's counts so far (summary.so_far): the run's own once every record
+        # is read, and other ones without the last records.
+        specs = level_specs(output["run_id"], list(output["results"]), "producer")
+        messages = next(iter(complete["results"].values()))["messages"]
+        whole = so_far(
+            uncommitted=uncommitted, committed=committed, levels=specs, messages=messages
+        )
+        partial = so_far(
+            uncommitted=without_last(uncommitted),
+            committed=without_last(committed),
+            levels=specs,
+            messages=messages,
+        )
+        for level, checked in output["results"].items():
+            for key in ("delivered", "duplicates", "aborted_visible"):
+                assert whole[level][key] == checked[key], (level, key)
+            duplicated = complete["results"][level]["duplicated_messages"]
+            assert whole[level]["duplicated_messages"] == duplicated, level
+        assert whole != partial
         # And the end check refuses such a state: it names the partitions not read to
         # their end.
         read = follower.read_up_to()

@@ -142,11 +142,12 @@ def test_a_big_runs_verdict_table_is_paged_from_parquet(monkeypatch, ack_loss_ru
 
 def test_a_followed_runs_metrics_are_the_streaming_queries_final_numbers(monkeypatch, cluster1):
     """A run followed by Spark's streaming queries (as the presenter's dashboard runs them):
-    the page waits for the follower's final numbers instead of starting the batch job, and
+    while it is followed, the page charts the counts of the records Spark has read so far;
+    then it waits for the follower's final numbers instead of starting the batch job, and
     says which computation produced them."""
     from engine.metrics.compute import STREAM_SOURCE
     from engine.metrics.session import get_spark
-    from engine.metrics.streaming import finish_in_background, start_following
+    from engine.metrics.streaming import finish_in_background, live_runs, start_following
     from engine.runner import new_run_id
 
     monkeypatch.setenv("LAB_AUTOSTART", "0")
@@ -154,10 +155,38 @@ def test_a_followed_runs_metrics_are_the_streaming_queries_final_numbers(monkeyp
     scenario = load_scenario(path)
     run_id = new_run_id(scenario.name)
     follower = start_following(
-        get_spark(), cluster1.direct_bootstrap, run_id, scenario.levels, scenario.pipeline
+        get_spark(),
+        cluster1.direct_bootstrap,
+        run_id,
+        scenario.levels,
+        scenario.pipeline,
+        messages=scenario.workload.messages,
+        scenario=scenario.name,
     )
+    assert [r.follower.run_id for r in live_runs()] == [run_id]
     output = run_scenario(scenario, cluster1, source_text=path.read_text(), run_id=run_id)
+
+    # Still followed (the dashboard finishes it once the verdict is out): the live panel,
+    # once the queries have read what the run wrote, shows the run's counts.
+    follower.query.processAllAvailable()
+    live = AppTest.from_file(APP, default_timeout=180).run()
+    live.switch_page("pages/metrics.py").run()
+    assert not live.exception, live.exception
+    assert any("While ack-loss runs" in h.value for h in live.subheader)
+    figure = json.loads(
+        next(c for c in live.get("plotly_chart") if "extra copies" in c.proto.spec).proto.spec
+    )
+    by_panel = {
+        trace["name"]: dict(zip(trace["x"], trace["y"], strict=True)) for trace in figure["data"]
+    }
+    for level, checked in output["results"].items():
+        assert by_panel["messages in the topic"][level] == checked["delivered"], level
+        assert by_panel["extra copies (duplicates)"][level] == checked["duplicates"], level
+        assert by_panel["aborted records visible"][level] == checked["aborted_visible"], level
+    assert by_panel["extra copies (duplicates)"]["at-least-once"] >= 1
+
     finish_in_background(follower)  # as pages._run_control does once the verdict is out
+    assert live_runs() == []
     at = open_metrics(run_id)
     assert not at.exception
     assert not at.error, [e.value for e in at.error]
@@ -168,4 +197,5 @@ def test_a_followed_runs_metrics_are_the_streaming_queries_final_numbers(monkeyp
             assert saved["results"][level][key] == checked[key], (level, key)
     captions = " ".join(c.value for c in at.caption)
     assert "**Final numbers**, computed by Spark's streaming queries" in captions
+    assert not any("runs: what Spark has read so far" in h.value for h in at.subheader)
     assert any("equal the engine's checker" in s.value for s in at.success)
