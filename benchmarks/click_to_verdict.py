@@ -14,7 +14,11 @@ With --streaming-metrics, the two modes are instead: Spark up and warm, runs not
 (LAB_STREAMING_METRICS=0), and Spark up with every run followed by Spark's streaming
 queries (engine.metrics.streaming), levels side by side in both: what following a run
 costs the run. Spark is started by the dashboard as in a class; the timed runs begin once
-the Metrics page shows the warm-up run's final numbers (Spark up, warmed).
+the Metrics page shows the warm-up run's final numbers (Spark up, warmed). With --settled
+as well, each next run starts only once the followed run's final metrics are saved, as in
+a class, where the next run comes after the results are discussed: without it the runs
+start back to back, and the previous run's judgement (4 to 6 s of Spark) runs during the
+next one.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 from engine.dashboard import serve_dashboard
 from engine.scenario import list_scenarios, load_scenario
@@ -47,7 +52,10 @@ def target_of(name: str) -> float | None:
 
 
 @contextmanager
-def dashboard(nodes: int, one_at_a_time: bool, streaming: bool | None = None) -> Iterator[str]:
+def dashboard(
+    nodes: int, one_at_a_time: bool, streaming: bool | None = None
+) -> Iterator[tuple[str, str]]:
+    """The served dashboard: (its address, its runs folder)."""
     state = tempfile.mkdtemp(prefix="lab-ctv-")
     env = {
         **os.environ,
@@ -63,7 +71,7 @@ def dashboard(nodes: int, one_at_a_time: bool, streaming: bool | None = None) ->
         env["LAB_STREAMING_METRICS"] = "1" if streaming else "0"
     server, url = serve_dashboard(env)
     try:
-        yield url
+        yield url, env["LAB_RUNS_DIR"]
     finally:
         server.terminate()
         server.wait(30)
@@ -85,6 +93,17 @@ def click_to_verdict(tab, url: str, name: str) -> float:
     return time.monotonic() - began
 
 
+def settle(tab, runs_dir: str, timeout: float = 120.0) -> float:
+    """Wait until the run just shown has its final metrics saved (a followed run's are
+    finished in the background after the verdict); returns the seconds waited."""
+    done = tab.get_by_text(re.compile(r"^Done: run ")).first.inner_text()
+    metrics = Path(runs_dir) / done.removeprefix("Done: run ").strip() / "metrics.json"
+    began = time.monotonic()
+    while not metrics.exists() and time.monotonic() - began < timeout:
+        time.sleep(0.2)
+    return time.monotonic() - began
+
+
 def wait_for_spark(tab, url: str) -> None:
     """Until the Metrics page shows the latest run's final numbers: Spark is up and warm."""
     tab.goto(f"{url}/metrics")
@@ -98,7 +117,7 @@ MODES = {
 
 
 def measure(
-    names: list[str], nodes: int, repeats: int, modes: str = "default"
+    names: list[str], nodes: int, repeats: int, modes: str = "default", settled: bool = False
 ) -> dict[tuple[str, str], list[float]]:
     from playwright.sync_api import sync_playwright
 
@@ -107,14 +126,19 @@ def measure(
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
         for mode, one_at_a_time, streaming in MODES[modes]:
-            with dashboard(nodes, one_at_a_time, streaming) as url:
+            with dashboard(nodes, one_at_a_time, streaming) as (url, runs_dir):
                 tab = browser.new_page(viewport={"width": 1920, "height": 1080})
                 tab.set_default_timeout(120_000)
                 for name in names:
                     click_to_verdict(tab, url, name)  # warm-up: topics, JIT, page caches
                     if streaming is not None:
                         wait_for_spark(tab, url)
-                    runs = [click_to_verdict(tab, url, name) for _ in range(repeats)]
+                    runs = []
+                    for _ in range(repeats):
+                        runs.append(click_to_verdict(tab, url, name))
+                        if settled and streaming:
+                            waited = settle(tab, runs_dir)
+                            print(f"  metrics saved {waited:.1f} s after the verdict", flush=True)
                     times[(name, mode)] = runs
                     print(f"{name} ({mode}): {', '.join(f'{t:.1f}' for t in runs)}", flush=True)
                 tab.close()
@@ -131,6 +155,13 @@ def main() -> None:
         action="store_true",
         help="Spark up in both modes: runs not followed, then followed by streaming queries",
     )
+    parser.add_argument(
+        "--settled",
+        action="store_true",
+        help="with --streaming-metrics: before each next run, wait until the followed run's "
+        "final metrics are saved (without it, runs start back to back, and the previous "
+        "run's judgement runs during the next one)",
+    )
     args = parser.parse_args()
     modes = "streaming" if args.streaming_metrics else "default"
     names_of = [m[0] for m in MODES[modes]]
@@ -140,7 +171,7 @@ def main() -> None:
         by_nodes.setdefault(load_scenario(list_scenarios()[name]).nodes, []).append(name)
     times: dict[tuple[str, str], list[float]] = {}
     for nodes, group in sorted(by_nodes.items()):
-        times.update(measure(group, nodes, args.repeats, modes))
+        times.update(measure(group, nodes, args.repeats, modes, args.settled))
     print()
     print(
         f"| scenario | nodes | target (s) | {names_of[0]}: median [min–max] (s) | "
