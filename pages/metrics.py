@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import streamlit as st
 
@@ -38,6 +38,9 @@ from pages._run_view import (
 )
 from pages._shared import require_app, show_error
 from pages._spark import SparkService, spark_service
+
+if TYPE_CHECKING:
+    from engine.metrics.streaming import LiveRun, SoFar
 
 require_app()
 
@@ -320,6 +323,7 @@ def render_history(
 
 
 LIVE_EVERY_S = 1.0  # the live panel's refresh; Spark counts at most every SO_FAR_EVERY_S
+LIVE_KEY = "metrics-live"  # the live panel's block
 
 
 def live_panel(presenter: bool) -> None:
@@ -327,7 +331,7 @@ def live_panel(presenter: bool) -> None:
     counts its records read so far decide, refreshed every second; when it ends, the page
     draws again with the run's final numbers. Only the presenter's session makes Spark count;
     viewers show what it counted last."""
-    from engine.metrics.streaming import SO_FAR_EVERY_S, live_runs
+    from engine.metrics.streaming import live_runs
 
     # With the setting on, the panel keeps looking, so a run started from another page
     # shows here as it starts.
@@ -344,28 +348,41 @@ def live_panel(presenter: bool) -> None:
         st.session_state["metrics_live_shown"] = True
         run = running[0]
         so_far = run.so_far() if presenter else run.latest()
-        st.subheader(f"While {run.scenario or 'the run'} runs: what Spark has read so far")
-        if so_far is None:
-            st.caption(
-                "Spark's streaming queries follow the run's topics; they have not read a "
-                "record of this run yet."
-            )
-            return
-        age = max(0.0, time.time() - so_far.at)
-        st.caption(
-            f"Counted by Spark {age:.0f} s ago (at most every {SO_FAR_EVERY_S:.0f} s) from the "
-            f"{so_far.rows_read:,} records its streaming queries have read from Kafka (each "
-            "record once per isolation level), counted at each level's own isolation: the "
-            "same definitions as the final numbers, over the records read so far. Losses "
-            "and latency need the run's end; the final numbers replace these when it ends."
-        )
-        st.plotly_chart(
-            so_far_figure(so_far.counts, so_far.messages),
-            width="stretch",
-            key="metrics_so_far",
-        )
+        with st.container(key=LIVE_KEY):
+            draw_so_far(run, so_far)
+        # Brought to the first screen as the run starts: the page may be scrolled down to
+        # the previous run's numbers. Drawn at every refresh, unchanged, so the browser keeps
+        # the one frame whose script scrolled once (a frame drawn only once was gone at the
+        # next refresh, before its script had run).
+        scroll_to_key(LIVE_KEY)
 
     panel()
+
+
+def draw_so_far(run: LiveRun, so_far: SoFar | None) -> None:
+    """The live panel's heading, caption and chart."""
+    from engine.metrics.streaming import SO_FAR_EVERY_S
+
+    st.subheader(f"While {run.scenario or 'the run'} runs: what Spark has read so far")
+    if so_far is None:
+        st.caption(
+            "Spark's streaming queries follow the run's topics; they have not read a "
+            "record of this run yet."
+        )
+        return
+    age = max(0.0, time.time() - so_far.at)
+    st.caption(
+        f"Counted by Spark {age:.0f} s ago (at most every {SO_FAR_EVERY_S:.0f} s) from the "
+        f"{so_far.rows_read:,} records its streaming queries have read from Kafka (each "
+        "record once per isolation level), counted at each level's own isolation: the "
+        "same definitions as the final numbers, over the records read so far. Losses "
+        "and latency need the run's end; the final numbers replace these when it ends."
+    )
+    st.plotly_chart(
+        so_far_figure(so_far.counts, so_far.messages),
+        width="stretch",
+        key="metrics_so_far",
+    )
 
 
 live_panel(is_presenter())

@@ -16,7 +16,9 @@ what the room sees):
   runs consumer-crash;
 - lesson-explain: the Lesson's first step right after its run;
 - free-play: Free play mid-stream, after a dropped ack and a killed processor;
-- metrics: the Metrics page once Spark has computed the newest run.
+- metrics: the Metrics page once Spark has computed the newest run;
+- metrics-live (only when named, alone): the Metrics page while Spark's streaming queries
+  follow consumer-crash (150 ms processor), on a dashboard with LAB_STREAMING_METRICS=1.
 
 Names given on the command line make only those. Chromium is Debian's (`./lab test` installs it).
 """
@@ -165,6 +167,22 @@ def metrics(browser, url: str) -> None:
     tab.screenshot(path=str(OUT / "metrics.png"))
 
 
+def metrics_live(browser, url: str) -> None:
+    lead = new_tab(browser, url, "failure_lab")
+    lead.get_by_role("button", name="▶ Run").click()  # a first run: Spark is up after it
+    lead.get_by_text("Done: run").wait_for()
+    watch = new_tab(browser, url, "metrics")
+    watch.get_by_text("Final numbers").first.wait_for()  # Spark up: the next run is followed
+    choose(lead, "consumer-crash", processing_ms=150)
+    lead.get_by_role("button", name="▶ Run").click()
+    watch.get_by_text("what Spark has read so far").wait_for()
+    watch.get_by_text("Counted by Spark").wait_for()  # Spark has read some records
+    watch.wait_for_timeout(3000)  # a refresh or two later, while the run still runs
+    watch.get_by_text("what Spark has read so far").wait_for()
+    watch.screenshot(path=str(OUT / "metrics-live.png"))
+    lead.get_by_text("Done:").first.wait_for()
+
+
 SHOTS: dict[str, Callable] = {
     "home": home,
     "live-view": live_view,
@@ -175,13 +193,22 @@ SHOTS: dict[str, Callable] = {
     "free-play": free_play,
     "metrics": metrics,  # last: Spark computes the newest run, made above
 }
+# Made only when named, alone: their dashboard follows runs with Spark's streaming queries
+# (LAB_STREAMING_METRICS=1), which would change the other pictures.
+FOLLOWED_SHOTS: dict[str, Callable] = {"metrics-live": metrics_live}
 
 
 def main(names: list[str]) -> int:
-    unknown = sorted(set(names) - set(SHOTS))
+    unknown = sorted(set(names) - set(SHOTS) - set(FOLLOWED_SHOTS))
     if unknown:
-        print(f"No such screenshot: {', '.join(unknown)}; they are {', '.join(SHOTS)}.")
+        every = [*SHOTS, *FOLLOWED_SHOTS]
+        print(f"No such screenshot: {', '.join(unknown)}; they are {', '.join(every)}.")
         return 2
+    followed = bool(names) and set(names) <= set(FOLLOWED_SHOTS)
+    if set(names) & set(FOLLOWED_SHOTS) and not followed:
+        print(f"Make {', '.join(FOLLOWED_SHOTS)} on its own: its dashboard follows runs.")
+        return 2
+    shots = FOLLOWED_SHOTS if followed else SHOTS
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
     if chromium is None:
         print("Chromium is missing: `./lab test` installs it (Debian package chromium).")
@@ -193,12 +220,13 @@ def main(names: list[str]) -> int:
         "LAB_RUNS_DIR": str(state / "runs"),
         "LAB_AUTOSTART": "1",
         "LAB_SPARK_AUTOSTART": "1",
+        "LAB_STREAMING_METRICS": "1" if followed else "0",
     }
     server, url = serve_dashboard(env)
     try:
         with sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
-            for name, shoot in SHOTS.items():
+            for name, shoot in shots.items():
                 if names and name not in names:
                     continue
                 began = time.monotonic()
