@@ -56,6 +56,7 @@ from engine.scenario import Fault, Scenario
 TXN_ABORT_SCAN_S = 15.0
 # How often a scenario with watch_offsets asks the leader for the LSO and high watermark.
 OFFSETS_EVERY_S = 0.1
+OFFSETS_SETTLE_S = 3.0  # after the clients end, how long the LSO may take to catch up
 # How often a scenario with watch_isr asks the cluster for its partition's leader and ISR.
 WATCH_EVERY_S = 0.25
 
@@ -380,6 +381,8 @@ class LevelRun:
         )
         try:
             self._drive_loop(nemesis, tails, proxy_tail, deadline, watch, elr_watch, offsets)
+            if offsets is not None:
+                self._last_offsets(nemesis, offsets)
         finally:
             if watch is not None:
                 watch.close()
@@ -387,6 +390,20 @@ class LevelRun:
                 offsets.close()
             if elr_watch is not None:
                 elr_watch.close(final_read=False)
+
+    def _last_offsets(self, nemesis: Nemesis, offsets: StableOffsetWatch) -> None:
+        """The LSO's last moves after the clients ended, until it reaches the high watermark
+        (at most OFFSETS_SETTLE_S): the loop's last reading can come before the last
+        transaction's markers move it. A run of transaction-timeout ended with its last
+        reading at LSO 18, high watermark 20 (tests/ui/test_app_pages.py)."""
+        deadline = time.time() + OFFSETS_SETTLE_S
+        while True:
+            if (moved := offsets.changed()) is not None:
+                nemesis.record("offsets", lso=moved[0], high_watermark=moved[1])
+            state = offsets.last
+            if (state is not None and state[0] >= state[1]) or time.time() >= deadline:
+                return
+            time.sleep(OFFSETS_EVERY_S)
 
     def _drive_loop(
         self,

@@ -226,6 +226,11 @@ class StableOffsetWatch:
         self._last = state
         return state
 
+    @property
+    def last(self) -> tuple[int, int] | None:
+        """The (LSO, high watermark) changed() returned last."""
+        return self._last
+
     def close(self) -> None:
         for reader in self._readers.values():
             reader.close()
