@@ -111,10 +111,11 @@ SPARK_AUTOSTART = _setting(
 STREAMING_METRICS = _setting(
     "LAB_STREAMING_METRICS",
     "Dashboard",
-    "1: when Spark is up, the presenter's runs are followed by a Spark streaming query and "
-    "their metrics finished after the verdict; 0: computed after the run (off by default: "
-    "click to verdict took 18-38% longer on a quiet 2-core machine, 2x under load, and the "
-    "final metrics came no sooner, benchmarks/METRICS.md).",
+    "1: when Spark is up, the presenter's runs are followed by a Spark streaming query, the "
+    "Metrics page charts its counts while they run, and their metrics are finished after the "
+    "verdict; 0: computed after the run (off by default: click to verdict took 10-23% longer "
+    "on a quiet 2-core machine, 18-38% with runs back to back, 2x under load, "
+    "benchmarks/METRICS.md).",
     "0",
 )
 ONE_LEVEL_AT_A_TIME = _setting(
