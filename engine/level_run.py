@@ -74,6 +74,11 @@ class RunFailed(LabError):
     """A run that could not finish; it is recorded as failed with the reason."""
 
 
+def sink_isolation(level: Level) -> str:
+    """The isolation level the level's sink reads at (its consumer's isolation.level)."""
+    return str(level.consumer.get("isolation.level", "read_uncommitted"))
+
+
 def judged_topic_name(run_id: str, level: str, pipeline: str) -> str:
     """The topic a level's run is judged on: the processor's output, else the producer's."""
     return f"lab.{run_id}.{level}.{'out' if pipeline == 'processor' else 'in'}"
@@ -111,7 +116,7 @@ class LevelRun:
         self.input_topic = f"{prefix}.in"
         self.output_topic = f"{prefix}.out"
         self.judged_topic = judged_topic_name(run_id, level.name, scenario.pipeline)
-        self.isolation = str(level.consumer.get("isolation.level", "read_uncommitted"))
+        self.isolation = sink_isolation(level)
         self.ledger = list(range(scenario.workload.messages))
         self.processes: list[RoleProcess] = []
         self.nemesis_history = HistoryWriter(self.folder / record.NEMESIS_HISTORY, "nemesis")

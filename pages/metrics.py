@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import streamlit as st
 
@@ -38,9 +38,6 @@ from pages._run_view import (
 )
 from pages._shared import require_app, show_error
 from pages._spark import SparkService, spark_service
-
-if TYPE_CHECKING:
-    from engine.metrics.streaming import LiveRun, SoFar
 
 require_app()
 
@@ -331,16 +328,14 @@ def live_panel(presenter: bool) -> None:
     counts its records read so far decide, refreshed every second; when it ends, the page
     draws again with the run's final numbers. Only the presenter's session makes Spark count;
     viewers show what it counted last."""
-    from engine.metrics.streaming import live_runs
-
     # With the setting on, the panel keeps looking, so a run started from another page
     # shows here as it starts.
-    if not settings.STREAMING_METRICS.flag() and not live_runs():
+    if not settings.STREAMING_METRICS.flag() and not streaming.live_runs():
         return
 
     @st.fragment(run_every=LIVE_EVERY_S)
     def panel() -> None:
-        running = live_runs()
+        running = streaming.live_runs()
         if not running:
             if st.session_state.pop("metrics_live_shown", False):
                 st.rerun()  # the run has ended: the whole page, with its final numbers
@@ -359,10 +354,8 @@ def live_panel(presenter: bool) -> None:
     panel()
 
 
-def draw_so_far(run: LiveRun, so_far: SoFar | None) -> None:
+def draw_so_far(run: streaming.LiveRun, so_far: streaming.SoFar | None) -> None:
     """The live panel's heading, caption and chart."""
-    from engine.metrics.streaming import SO_FAR_EVERY_S
-
     st.subheader(f"While {run.scenario or 'the run'} runs: what Spark has read so far")
     if so_far is None:
         st.caption(
@@ -371,8 +364,9 @@ def draw_so_far(run: LiveRun, so_far: SoFar | None) -> None:
         )
         return
     age = max(0.0, time.time() - so_far.at)
+    every = streaming.SO_FAR_EVERY_S
     st.caption(
-        f"Counted by Spark {age:.0f} s ago (at most every {SO_FAR_EVERY_S:.0f} s) from the "
+        f"Counted by Spark {age:.0f} s ago (at most every {every:.0f} s) from the "
         f"{so_far.rows_read:,} records its streaming queries have read from Kafka (each "
         "record once per isolation level), counted at each level's own isolation: the "
         "same definitions as the final numbers, over the records read so far. Losses "

@@ -137,7 +137,6 @@ FROM marked
 
 # The counts so_far_sql gives per level, in its order.
 SO_FAR_COUNTS = (
-    "stored_copies",
     "delivered",
     "duplicates",
     "duplicated_messages",
@@ -162,8 +161,7 @@ WITH ids AS (
            sum(CAST(aborted AS BIGINT)) AS aborted
     FROM {{records}} WHERE id BETWEEN 0 AND {messages - 1} GROUP BY level, id
 )
-SELECT {name} AS level, sum(copies) AS stored_copies,
-       sum(CAST(copies > 0 AS BIGINT)) AS delivered,
+SELECT {name} AS level, sum(CAST(copies > 0 AS BIGINT)) AS delivered,
        sum(greatest(copies - 1, 0)) AS duplicates,
        sum(CAST(copies > 1 AS BIGINT)) AS duplicated_messages,
        sum(aborted) AS aborted_visible

@@ -45,13 +45,6 @@ TRIGGER_S = 1.0
 FINISH_TIMEOUT_S = 30.0
 
 
-def judged_topics(run_id: str, levels: Sequence[str], pipeline: str) -> list[str]:
-    """The topics a run's levels are judged on (engine.level_run.judged_topic_name)."""
-    from engine.level_run import judged_topic_name
-
-    return [judged_topic_name(run_id, level, pipeline) for level in levels]
-
-
 class RunFollower:
     """A streaming query over a run's judged topics; `finish` gives both views' records."""
 
@@ -315,15 +308,11 @@ def _first_line(exc: BaseException | Any) -> str:
 def level_specs(run_id: str, levels: Sequence[str], pipeline: str) -> list[LevelSpec]:
     """The levels as the judgement names them, known before the run has a result: each
     level's judged topic, and its sink's isolation (engine.level_run.LevelRun)."""
-    from engine.level_run import judged_topic_name
+    from engine.level_run import judged_topic_name, sink_isolation
     from engine.levels import LEVELS
 
     return [
-        LevelSpec(
-            level=name,
-            topic=judged_topic_name(run_id, name, pipeline),
-            isolation=str(LEVELS[name].consumer.get("isolation.level", "read_uncommitted")),
-        )
+        LevelSpec(name, judged_topic_name(run_id, name, pipeline), sink_isolation(LEVELS[name]))
         for name in levels
     ]
 
@@ -336,8 +325,6 @@ SO_FAR_EVERY_S = 2.0
 class SoFar:
     """What a followed run's records read so far say, per level (summary.so_far's counts)."""
 
-    run_id: str
-    levels: list[LevelSpec]
     messages: int
     at: float  # when the counts were computed (epoch seconds)
     rows_read: int  # records the queries had read, both isolations
@@ -383,9 +370,7 @@ class LiveRun:
                 )
             except Exception:  # the query stopped or its table is gone: the run ended
                 return last
-            self._last = SoFar(
-                follower.run_id, self.levels, self.messages, time.time(), rows, counts
-            )
+            self._last = SoFar(self.messages, time.time(), rows, counts)
             return self._last
 
     def latest(self) -> SoFar | None:
@@ -417,11 +402,11 @@ def start_following(
     With `messages` (the workload's), pages can show the run's counts so far (live_runs)
     until finish_in_background or abandon.
     """
-    topics = judged_topics(run_id, levels, pipeline)
+    specs = level_specs(run_id, levels, pipeline)
+    topics = [s.topic for s in specs]
     follower = RunFollower(spark, bootstrap, run_id, topics, trigger_s=trigger_s).start()
     if messages is not None:
         with _lock:
-            specs = level_specs(run_id, levels, pipeline)
             _live[run_id] = LiveRun(follower, specs, messages, scenario)
     return follower
 
@@ -436,11 +421,6 @@ def is_live(run_id: str) -> bool:
     """Whether the run is followed now: its final numbers come when its follower finishes."""
     with _lock:
         return run_id in _live
-
-
-def _not_live(run_id: str) -> None:
-    with _lock:
-        _live.pop(run_id, None)
 
 
 def finish_in_background(follower: RunFollower) -> Future[dict[str, Any] | None]:
@@ -469,7 +449,8 @@ def finish_in_background(follower: RunFollower) -> Future[dict[str, Any] | None]
 
 def abandon(follower: RunFollower) -> None:
     """The run failed: stop following it."""
-    _not_live(follower.run_id)
+    with _lock:
+        _live.pop(follower.run_id, None)
     with contextlib.suppress(Exception):
         follower.stop()
 
