@@ -399,7 +399,8 @@ class LevelRun:
     def _last_offsets(self, nemesis: Nemesis, offsets: StableOffsetWatch) -> None:
         """The LSO's last moves after the clients ended, until it reaches the high watermark
         (at most OFFSETS_SETTLE_S): the loop's last reading can come before the last
-        transaction's markers move it. A run of transaction-timeout ended with its last
+        transaction's markers move it (the LSO stops at a transaction's first offset until
+        the transaction ends, KIP-98). A run of transaction-timeout ended with its last
         reading at LSO 18, high watermark 20 (tests/ui/test_app_pages.py)."""
         deadline = time.time() + OFFSETS_SETTLE_S
         while True:
