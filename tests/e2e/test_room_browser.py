@@ -100,6 +100,9 @@ def test_the_viewer_follows_the_presenters_run_and_has_no_control(browser, room)
         # The presenter picks consumer-crash with a slower processor, and runs it.
         presenter.get_by_role("combobox", name="Scenario").click()
         presenter.get_by_role("option", name="consumer-crash").click()
+        # Redrawn for consumer-crash before the fold is opened: a click during the rerun opened
+        # the old scenario's fold, which the redraw folded again (a CI run waited 120 s).
+        presenter.get_by_role("heading", name="The processor dies between its output").wait_for()
         presenter.get_by_text("Parameters").click()
         work = presenter.get_by_role("spinbutton", name="Processing time per message (ms)")
         work.fill("60")
