@@ -9,32 +9,23 @@ its streaming queries read the run and as its batch job reads Kafka after it
 
 from __future__ import annotations
 
-import json
-from collections import Counter
-
 import pytest
 
 from engine import record
-from engine.runner import run_scenario, schedule_of
+from engine.runner import run_scenario
 from engine.scenario import list_scenarios, load_scenario
+from tests.integration.file_promises import assert_as_its_file_says, kcat_ids
 from tests.integration.test_lost_coordinator_answers import LOST_MESSAGE_SCENARIOS
 from tests.integration.test_replication_truths import REPLICATION_SCENARIOS
-from tests.kafkatools import kcat_values
+from tests.integration.test_streams import STREAMS_SCENARIOS
 from tests.metrics.followed import run_judged_three_ways
 
 pytestmark = pytest.mark.kafka
 
-# Those of test_replication_truths and test_lost_coordinator_answers run there, once, with
-# their evidence checked too.
-SCENARIOS = {
-    name: path
-    for name, path in list_scenarios().items()
-    if name not in REPLICATION_SCENARIOS and name not in LOST_MESSAGE_SCENARIOS
-}
-
-
-def kcat_ids(bootstrap: str, topic: str, isolation: str) -> list[int]:
-    return [json.loads(v)["id"] for v in kcat_values(bootstrap, topic, isolation=isolation)]
+# Those of test_replication_truths, test_lost_coordinator_answers and test_streams run
+# there, once, with their evidence checked too (and tests.integration.file_promises).
+RUN_ELSEWHERE = {*REPLICATION_SCENARIOS, *LOST_MESSAGE_SCENARIOS, *STREAMS_SCENARIOS}
+SCENARIOS = {name: path for name, path in list_scenarios().items() if name not in RUN_ELSEWHERE}
 
 
 @pytest.mark.parametrize("name", sorted(SCENARIOS))
@@ -43,51 +34,7 @@ def test_scenario_behaves_as_its_file_says(name, request):
     cluster = request.getfixturevalue("cluster3" if scenario.nodes == 3 else "cluster1")
     # Spark follows the run; its metrics, the batch job's and the checker's must agree.
     output = run_judged_three_ways(scenario, cluster, SCENARIOS[name].read_text()).output
-
-    assert set(output["results"]) == set(scenario.levels)
-    assert not scenario.unmet_expectations(output["results"]), name
-    ledger = set(range(scenario.workload.messages))
-    for level, result in output["results"].items():
-        ids = [
-            i
-            for i in kcat_ids(cluster.direct_bootstrap, result["sink_topic"], result["isolation"])
-            if i in ledger
-        ]
-        copies = Counter(ids)
-        assert result["delivered"] == len(copies), f"{level}: delivered differs from kcat"
-        assert result["duplicates"] == len(ids) - len(copies), f"{level}: duplicates differ"
-        assert result["lost"] <= len(ledger - set(copies))
-        assert result["duplicates"] + result["delivered"] == len(ids)
-
-    if schedule_of(scenario) == "shared-faults":
-        assert_one_strike_for_all(output["results"])
-
-    recorded = record.load_run(output["run_id"])
-    assert recorded["meta"]["status"] == "complete"
-    assert recorded["result"]["results"] == json.loads(json.dumps(output["results"]))
-    for level in scenario.levels:
-        assert len(recorded["levels"][level]["verdicts"]) == scenario.workload.messages
-
-
-def assert_one_strike_for_all(results: dict[str, dict]) -> None:
-    """Shared faults: the levels began together, and each fault is one event, recorded with
-    the same time and the same nodes in every level's history."""
-    strikes = {
-        level: [
-            (f["t"], f["kind"], f.get("node"), tuple(f.get("nodes") or ()))
-            for f in result["faults"]
-            if f.get("source") != "proxy"
-        ]
-        for level, result in results.items()
-    }
-    first = next(iter(strikes.values()))
-    assert first, "no fault was recorded"
-    assert all(s == first for s in strikes.values()), strikes
-    assert len({result["started_at"] for result in results.values()}) == 1
-    evidence = [" ".join(r["explain"]["evidence"]) for r in results.values()]
-    assert all(
-        "struck them all at once" in e and "The lab placed the partition" in e for e in evidence
-    )
+    assert_as_its_file_says(scenario, cluster, output)
 
 
 def transaction_timeout_variant(**transactions: object):

@@ -1,10 +1,13 @@
-"""The Kafka Streams processor (java/.../StreamsProcessor.java) on a real broker: streams-crash.
+"""The Kafka Streams processor (java/.../StreamsProcessor.java) on a real broker: streams-crash
+and streams-zombie.
 
 One run of the scenario: the same Kafka Streams application at processing.guarantee
 at_least_once and exactly_once_v2, its JVM killed (SIGKILL) right after its 12th result was
 acknowledged, before Kafka Streams committed. Each check is made on both levels, and shown
 to hold on the one it is about and to fail on the other, so that none passes by accident.
 Every count is also made by kcat, an independent client, reading the same output topic.
+Each scenario runs once in the whole suite, here, with Spark following it: its metrics must
+equal the checker's and the batch job's (tests/metrics/followed.py).
 """
 
 from __future__ import annotations
@@ -18,20 +21,30 @@ import pytest
 
 from engine import record, streams
 from engine.history import merge
-from engine.runner import run_scenario
 from engine.scenario import load_scenario, scenarios_dir
+from tests.integration.file_promises import assert_as_its_file_says
 from tests.kafkatools import kcat_values
+from tests.metrics.followed import run_judged_three_ways
 
 pytestmark = pytest.mark.kafka
 
-SCENARIO_PATH = scenarios_dir() / "streams-crash.yaml"
+# Run here once each, judged three ways (tests/metrics/followed.py), and not again in
+# test_scenarios: test_the_streams_scenarios_behave_as_their_files_say checks what it would.
+STREAMS_SCENARIOS = ("streams-crash", "streams-zombie")
 ALOS, EOS = "streams-at-least-once", "streams-exactly-once"
+
+
+def judged_run(name: str, cluster: Any) -> dict[str, Any]:
+    """The scenario's run, with Spark following it; its metrics agree with the checker's."""
+    path = scenarios_dir() / f"{name}.yaml"
+    scenario = load_scenario(path)
+    return run_judged_three_ways(scenario, cluster, path.read_text()).output
 
 
 @pytest.fixture(scope="module")
 def crash_run(cluster1) -> dict[str, Any]:
-    scenario = load_scenario(SCENARIO_PATH)
-    output = run_scenario(scenario, cluster1, source_text=SCENARIO_PATH.read_text())
+    scenario = load_scenario(scenarios_dir() / "streams-crash.yaml")
+    output = judged_run("streams-crash", cluster1)
     folder = record.run_folder(output["run_id"])
     levels = {}
     for level, result in output["results"].items():
@@ -44,6 +57,14 @@ def crash_run(cluster1) -> dict[str, Any]:
             "folder": record.level_folder(folder, level),
         }
     return {"scenario": scenario, "output": output, "levels": levels}
+
+
+@pytest.mark.parametrize("run", ["crash_run", "zombie_run"])
+def test_the_streams_scenarios_behave_as_their_files_say(run, request, cluster1):
+    """What test_scenarios checks of every other scenario file (its expect block, kcat's
+    counts, the recorded run); Spark's metrics were checked as the fixture judged the run."""
+    ran = request.getfixturevalue(run)
+    assert_as_its_file_says(ran["scenario"], cluster1, ran["output"])
 
 
 def kcat_duplicates(results: list[dict[str, Any]]) -> int:
@@ -163,9 +184,8 @@ def test_each_result_carries_the_account_and_amount_the_truth_derives(crash_run)
 
 @pytest.fixture(scope="module")
 def zombie_run(cluster1) -> dict[str, Any]:
-    path = scenarios_dir() / "streams-zombie.yaml"
-    scenario = load_scenario(path)
-    output = run_scenario(scenario, cluster1, source_text=path.read_text())
+    scenario = load_scenario(scenarios_dir() / "streams-zombie.yaml")
+    output = judged_run("streams-zombie", cluster1)
     folder = record.run_folder(output["run_id"])
     levels = {
         level: {

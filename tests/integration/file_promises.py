@@ -1,0 +1,71 @@
+"""What every scenario run must show, whichever test module ran it.
+
+test_scenarios runs most scenario files; a few run in the module that checks their own
+evidence (test_streams, test_replication_truths, test_lost_coordinator_answers), once each,
+and call the same checks here, so no scenario is run twice for them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from typing import Any
+
+from engine import record
+from engine.runner import schedule_of
+from engine.scenario import Scenario
+from tests.kafkatools import kcat_values
+
+
+def kcat_ids(bootstrap: str, topic: str, isolation: str) -> list[int]:
+    return [json.loads(v)["id"] for v in kcat_values(bootstrap, topic, isolation=isolation)]
+
+
+def assert_as_its_file_says(scenario: Scenario, cluster: Any, output: dict[str, Any]) -> None:
+    """The run meets its file's `expect` block, its counts equal kcat's reading of each sink
+    at the level's isolation, and the recorded run holds the same results."""
+    name = scenario.name
+    assert set(output["results"]) == set(scenario.levels)
+    assert not scenario.unmet_expectations(output["results"]), name
+    ledger = set(range(scenario.workload.messages))
+    for level, result in output["results"].items():
+        ids = [
+            i
+            for i in kcat_ids(cluster.direct_bootstrap, result["sink_topic"], result["isolation"])
+            if i in ledger
+        ]
+        copies = Counter(ids)
+        assert result["delivered"] == len(copies), f"{level}: delivered differs from kcat"
+        assert result["duplicates"] == len(ids) - len(copies), f"{level}: duplicates differ"
+        assert result["lost"] <= len(ledger - set(copies))
+        assert result["duplicates"] + result["delivered"] == len(ids)
+
+    if schedule_of(scenario) == "shared-faults":
+        assert_one_strike_for_all(output["results"])
+
+    recorded = record.load_run(output["run_id"])
+    assert recorded["meta"]["status"] == "complete"
+    assert recorded["result"]["results"] == json.loads(json.dumps(output["results"]))
+    for level in scenario.levels:
+        assert len(recorded["levels"][level]["verdicts"]) == scenario.workload.messages
+
+
+def assert_one_strike_for_all(results: dict[str, dict]) -> None:
+    """Shared faults: the levels began together, and each fault is one event, recorded with
+    the same time and the same nodes in every level's history."""
+    strikes = {
+        level: [
+            (f["t"], f["kind"], f.get("node"), tuple(f.get("nodes") or ()))
+            for f in result["faults"]
+            if f.get("source") != "proxy"
+        ]
+        for level, result in results.items()
+    }
+    first = next(iter(strikes.values()))
+    assert first, "no fault was recorded"
+    assert all(s == first for s in strikes.values()), strikes
+    assert len({result["started_at"] for result in results.values()}) == 1
+    evidence = [" ".join(r["explain"]["evidence"]) for r in results.values()]
+    assert all(
+        "struck them all at once" in e and "The lab placed the partition" in e for e in evidence
+    )
