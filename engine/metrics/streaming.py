@@ -5,12 +5,13 @@ starts, over two of Spark's Kafka sources on the run's judged topics, one per is
 level (`kafka.isolation.level`). Each micro-batch appends the records it read (isolation,
 topic, partition, offset, value: the Kafka source's columns, a few bytes each) to an
 in-memory table (Spark's memory sink), so that when the run ends only its last records
-remain to be read. Then `finish` runs one last micro-batch (processAllAvailable), checks
-that each source has read up to what Kafka holds at its isolation (each partition's high
-watermark, its last stable offset), and hands the two views to the same judgement as the
-batch job (engine.metrics.summary.judge, its SQL in engine.metrics.sql): one definition of
-every count, whichever way the records were read. The run's history is read at the end
-from the run folder, as the batch job reads it: it is a few hundred kilobytes.
+remain to be read. Then `finish` checks that each source has read up to what Kafka holds
+at its isolation (each partition's high watermark, its last stable offset), runs the last
+micro-batches first if not (processAllAvailable, which waits for the next trigger), and
+hands the two views to the same judgement as the batch job (engine.metrics.summary.judge,
+its SQL in engine.metrics.sql): one definition of every count, whichever way the records
+were read. The run's history is read at the end from the run folder, as the batch job
+reads it: it is a few hundred kilobytes.
 
 The batch job (engine.metrics.spark_job) stays for recorded runs, replays, big runs, the
 CLI, and whenever a follower could not start or finish (compute_and_save falls back to it
@@ -245,7 +246,10 @@ class RunFollower:
                 f"Spark's streaming query stopped: {_first_line(self.query.exception())}"
             )
         deadline = time.monotonic() + timeout
-        while True:
+        # Usually the queries have read everything before the run's end: then no last
+        # micro-batch is waited for (processAllAvailable waits for the next trigger).
+        gaps = self.missing(expected, self.read_up_to())
+        while gaps:
             try:
                 self.query.processAllAvailable()
             except Exception as exc:
@@ -253,15 +257,13 @@ class RunFollower:
                     f"Spark's streaming query could not read the run's end: {_first_line(exc)}"
                 ) from exc
             gaps = self.missing(expected, self.read_up_to())
-            if not gaps:
-                break
-            if time.monotonic() > deadline:
+            if gaps and time.monotonic() > deadline:
                 raise MetricsError(
                     f"Spark's streaming queries had not read the run to its end after "
                     f"{timeout:.0f} s: {', '.join(gaps[:3])}."
                 )
-            # A topic created moments ago is found at the next trigger; wait for it.
-            self.query.awaitTermination(min(self.trigger_s, 0.2))
+            if gaps:  # a topic created moments ago is found at the next trigger: wait for it
+                self.query.awaitTermination(min(self.trigger_s, 0.2))
         self.timings["last_batches"] = time.perf_counter() - began - self.timings["kafka_ends"]
         self.rows_in_all = self.rows_read()
         stopping = time.perf_counter()

@@ -13,6 +13,7 @@ names the gap.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -147,3 +148,36 @@ def test_a_follower_on_a_dead_broker_falls_back_to_the_batch_job(streamed, spark
     assert saved["results"]["at-least-once"]["duplicates"] == 1
     with pytest.raises(MetricsError):
         follower.finish(timeout=1)
+
+
+def test_a_follower_that_has_read_everything_finishes_without_waiting_for_a_trigger(
+    cluster1, spark
+) -> None:
+    """Once the queries have read to Kafka's ends, finish() runs no processAllAvailable,
+    which waits for the query's next trigger (up to TRIGGER_S) even when nothing is left;
+    before this check it always did. The metrics are the checker's all the same."""
+    output, follower = followed_run("ack-loss", cluster1, spark)
+    try:
+        deadline = time.monotonic() + 60
+        while follower.missing(follower.expected_ends(), follower.read_up_to()):
+            assert time.monotonic() < deadline, "the query never read the run to its end"
+            time.sleep(0.2)
+        waits: list[float] = []
+        query = follower.query
+        assert query is not None
+        process_all = query.processAllAvailable
+
+        def counted() -> None:
+            waits.append(time.monotonic())
+            process_all()
+
+        query.processAllAvailable = counted  # type: ignore[method-assign]
+        metrics = compute_and_save(output["run_id"], follower=follower)
+    finally:
+        follower.stop()
+    assert waits == []
+    assert metrics["source"] == STREAM_SOURCE, metrics["fallback_reason"]
+    assert follower.rows_before_end == follower.rows_in_all > 0
+    for level, checked in output["results"].items():
+        for key in ("delivered", "duplicates", "lost"):
+            assert metrics["results"][level][key] == checked[key], (level, key)
