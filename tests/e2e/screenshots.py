@@ -38,6 +38,7 @@ from playwright.sync_api import Page, expect, sync_playwright
 
 from engine import paths
 from engine.dashboard import serve_dashboard
+from engine.scenario import list_scenarios, load_scenario
 from tests.e2e.walk_checks import wait_until_drawn
 
 OUT = paths.REPO_ROOT / "docs" / "screenshots"
@@ -65,6 +66,9 @@ def choose(tab: Page, scenario: str, processing_ms: int | None = None) -> None:
     tab.get_by_role("combobox", name="Scenario").click()
     # The picker's line starts with the name, then its group, nodes and length.
     tab.get_by_role("option", name=re.compile(rf"^{re.escape(scenario)}\b")).first.click()
+    # The page redrawn for it first: a fold opened during the rerun is folded again.
+    title = load_scenario(list_scenarios()[scenario]).title
+    tab.get_by_role("heading", name=title).wait_for()
     if processing_ms is not None:
         tab.get_by_text("Parameters").click()
         work = tab.get_by_role("spinbutton", name="Processing time per message (ms)")
