@@ -4,12 +4,15 @@
                                                  [--trigger-s 1]
 
 On a new embedded cluster (the scenario's nodes) and a SparkSession warmed as the dashboard warms
-its own, runs the scenario (its own size) `--repeats` times without a follower and as many times
-with one (engine.metrics.streaming, started just before the run, stopped after it without
-judging, so that no judgement of an earlier run overlaps the next one). For each run it
-prints the run's time (run_scenario, engine only, no browser), the follower's start, and the
-CPU seconds the Spark driver JVM used during the run (from /proc: user + system), then the
-medians. Linux only. It writes nothing; benchmarks/METRICS.md quotes its output.
+its own, runs the scenario (its own size) `--repeats` times in each of three ways: without a
+follower ("alone"); with one (engine.metrics.streaming) started and running before the run
+begins ("before"); and with one started in a thread of its own as the run begins, as the
+dashboard starts it (pages/_run_control.start_run: "beside"). Each follower is stopped after
+its run without judging, so that no judgement of an earlier run overlaps the next one. For
+each run it prints the run's time (run_scenario, engine only, no browser), the follower's
+start, and the CPU seconds the Spark driver JVM used during the start and the run (from
+/proc: user + system), then the medians. Linux only. It writes nothing; benchmarks/METRICS.md
+quotes its output.
 """
 
 from __future__ import annotations
@@ -17,11 +20,19 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+import threading
 import time
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from benchmarks.streaming_bench import follow, warm_lab
 from engine.leash import proc_stat
+
+if TYPE_CHECKING:
+    from engine.metrics.streaming import RunFollower
+
+
+# Without a follower; one started before the run; one started beside it, as the dashboard does.
+WAYS = ("alone", "before", "beside")
 
 
 class Timing(NamedTuple):
@@ -48,34 +59,45 @@ def main() -> int:
     from engine.scenario import list_scenarios, load_scenario
 
     scenario = load_scenario(list_scenarios()[args.scenario])
-    timings: dict[bool, list[Timing]] = {False: [], True: []}
+    timings: dict[str, list[Timing]] = {way: [] for way in WAYS}
     with warm_lab("follower-cost", scenario.nodes) as (cluster, spark):
         # The driver JVM says its own process id (Py4J), so /proc is read for that process.
         jvm = int(spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid())
         for _ in range(args.repeats):
-            for followed in (False, True):
+            for way in WAYS:
                 run_id = new_run_id(scenario.name)
-                cpu_before, began = cpu_s(jvm), time.perf_counter()
-                follower = (
-                    follow(spark, cluster, run_id, scenario, args.trigger_s) if followed else None
-                )
+                followers: list[RunFollower] = []
+                start_s: list[float] = []
+
+                def start(run_id: str = run_id, followers=followers, start_s=start_s) -> None:
+                    began = time.perf_counter()
+                    followers.append(follow(spark, cluster, run_id, scenario, args.trigger_s))
+                    start_s.append(time.perf_counter() - began)
+
+                cpu_before = cpu_s(jvm)
+                if way == "before":
+                    start()
+                starter = threading.Thread(target=start) if way == "beside" else None
                 started = time.perf_counter()
+                if starter is not None:
+                    starter.start()
                 run_scenario(scenario, cluster, run_id=run_id)
-                timing = Timing(
-                    time.perf_counter() - started, started - began, cpu_s(jvm) - cpu_before
-                )
-                if follower is not None:
+                run_s = time.perf_counter() - started
+                if starter is not None:
+                    starter.join()
+                timing = Timing(run_s, sum(start_s), cpu_s(jvm) - cpu_before)
+                for follower in followers:
                     follower.stop()
-                timings[followed].append(timing)
+                timings[way].append(timing)
                 print(
-                    f"{'followed' if followed else 'alone':8}  run {timing.run_s:5.2f} s  "
+                    f"{way:7}  run {timing.run_s:5.2f} s  "
                     f"follower's start {timing.start_s:4.2f} s  "
                     f"Spark JVM CPU {timing.cpu_s:4.2f} s",
                     flush=True,
                 )
-    for followed, runs in timings.items():
+    for way, runs in timings.items():
         print(
-            f"median, {'followed' if followed else 'alone'}: run "
+            f"median, {way}: run "
             f"{statistics.median(t.run_s for t in runs):.2f} s, start "
             f"{statistics.median(t.start_s for t in runs):.2f} s, Spark JVM CPU during start "
             f"and run {statistics.median(t.cpu_s for t in runs):.2f} s"
