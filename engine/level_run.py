@@ -79,6 +79,10 @@ def sink_isolation(level: Level) -> str:
     return str(level.consumer.get("isolation.level", "read_uncommitted"))
 
 
+# The step a level reports while it makes its topics; its next step means they exist.
+CREATING_TOPICS = "creating topics"
+
+
 def judged_topic_name(run_id: str, level: str, pipeline: str) -> str:
     """The topic a level's run is judged on: the processor's output, else the producer's."""
     return f"lab.{run_id}.{level}.{'out' if pipeline == 'processor' else 'in'}"
@@ -281,7 +285,7 @@ class LevelRun:
         """
         sc, workload = self.scenario, self.scenario.workload
         direct = self.cluster.direct_bootstrap
-        progress(f"{self.level.title}: creating topics")
+        progress(f"{self.level.title}: {CREATING_TOPICS}")
         assignment = None
         if leader is None and sc.shared_faults:  # the same placement, one level at a time too
             leader, spare = calm_leader(self.cluster)

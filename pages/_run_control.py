@@ -14,6 +14,7 @@ import streamlit as st
 from engine import record, settings
 from engine.cluster import Cluster
 from engine.errors import LabError
+from engine.level_run import CREATING_TOPICS
 from engine.levels import LEVELS
 from engine.live import RunWatch
 from engine.nemesis import BROKER_FAULTS, reaches_beyond_level
@@ -41,6 +42,9 @@ class RunJob:
     output: dict[str, Any] | None = None
     error: BaseException | None = None
     stages: dict[str, str] = field(default_factory=dict)  # level -> its latest step
+    # Set once a level has made its topics and none is making them (levels side by side
+    # make them at the same moment): Spark's queries start then (follow).
+    topics_made: threading.Event = field(default_factory=threading.Event)
 
     def progress(self, what: str, fraction: float) -> None:
         """run_scenario's callback, from the run's threads; the script thread draws it."""
@@ -48,6 +52,8 @@ class RunJob:
         title, _, step = what.partition(": ")  # "At least once: running"
         if step and title in TITLES:
             self.stages = {**self.stages, TITLES[title]: step}
+            if CREATING_TOPICS not in self.stages.values():
+                self.topics_made.set()
 
 
 @contextmanager
@@ -87,7 +93,7 @@ def start_run(
         if spark is not None:  # beside the run, not before it: the run does not wait
             starter = threading.Thread(
                 target=follow,
-                args=(spark, cluster, scenario, levels, run_id, following),
+                args=(spark, cluster, scenario, levels, run_id, following, job),
                 name=f"follow-{run_id}",
                 daemon=True,
             )
@@ -105,6 +111,7 @@ def start_run(
         except BaseException as exc:  # handed to the script thread, which shows it
             job.error = exc
         finally:
+            job.topics_made.set()  # a run that failed first: its follower waits no more
             if starter is not None:
                 starter.join()
             for follower in following:
@@ -140,11 +147,21 @@ def follow(
     levels: list[str],
     run_id: str,
     following: list[Any],
+    job: RunJob,
 ) -> None:
-    """Start Spark's streaming queries on the run's topics (best effort: the batch job is
-    the fallback, and the Metrics page says which computed the numbers)."""
+    """Start Spark's streaming queries on the run's topics once they exist (best effort:
+    the batch job is the fallback, and the Metrics page says which computed the numbers).
+
+    Not while the levels make their topics: started then, the queries' start made that step
+    about half a second longer in the dashboard, on 2 cores (benchmarks/METRICS.md). Started
+    after it, they lose nothing: each source reads a topic from its first offset.
+    """
     from engine.metrics.streaming import not_followed, start_following
 
+    job.topics_made.wait()
+    if job.output is not None or job.error is not None:
+        not_followed(run_id, LabError("the run ended before they could start"))
+        return
     try:
         following.append(
             start_following(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import threading
 import time
 
 import pandas as pd
@@ -199,3 +200,50 @@ def test_a_followed_runs_metrics_are_the_streaming_queries_final_numbers(monkeyp
     assert "**Final numbers**, computed by Spark's streaming queries" in captions
     assert not any("runs: what Spark has read so far" in h.value for h in at.subheader)
     assert any("equal the engine's checker" in s.value for s in at.success)
+
+
+def test_the_dashboards_follower_starts_once_the_topics_exist_and_reads_the_whole_run(cluster1):
+    """pages._run_control.follow, as start_run calls it: Spark's queries wait while the levels
+    make their topics (RunJob.topics_made), then start and still read every record, each
+    topic from its first offset: the final metrics are the checker's. The contrast: a run
+    that ended before its topics were reported is not followed, and the page will say why."""
+    from engine.metrics.compute import STREAM_SOURCE, compute_and_save
+    from engine.metrics.session import get_spark
+    from engine.metrics.streaming import why_not_followed
+    from engine.runner import new_run_id
+    from pages._run_control import RunJob, follow
+
+    path = list_scenarios()["ack-loss"]
+    scenario = load_scenario(path)
+    spark = get_spark()
+
+    def follower_thread(run_id: str, job: RunJob, following: list) -> threading.Thread:
+        args = (spark, cluster1, scenario, scenario.levels, run_id, following, job)
+        thread = threading.Thread(target=follow, args=args, daemon=True)
+        thread.start()
+        return thread
+
+    run_id, job, following = new_run_id(scenario.name), RunJob(stage="Starting"), []
+    thread = follower_thread(run_id, job, following)
+    thread.join(1.0)
+    assert thread.is_alive() and following == []  # no topic yet: it waits
+    output = run_scenario(
+        scenario, cluster1, source_text=path.read_text(), run_id=run_id, progress=job.progress
+    )
+    job.output = output
+    thread.join(60)
+    assert len(following) == 1 and following[0].started_at is not None
+    metrics = compute_and_save(run_id, follower=following[0])
+    assert metrics["source"] == STREAM_SOURCE, metrics["fallback_reason"]
+    for level, checked in output["results"].items():
+        for key in COUNTS:
+            assert metrics["results"][level][key] == checked[key], (level, key)
+
+    # The contrast: the run over (here: failed) before any level reported its topics.
+    ended, job, following = new_run_id(scenario.name), RunJob(stage="Starting"), []
+    thread = follower_thread(ended, job, following)
+    job.error = RuntimeError("the cluster went away")
+    job.topics_made.set()  # as start_run's work() does when the run ends
+    thread.join(10)
+    assert following == []
+    assert "the run ended before they could start" in (why_not_followed(ended) or "")
