@@ -113,8 +113,8 @@ STREAMING_METRICS = _setting(
     "Dashboard",
     "1: when Spark is up, the presenter's runs are followed by a Spark streaming query, the "
     "Metrics page charts its counts while they run, and their metrics are finished after the "
-    "verdict; 0: computed after the run (off by default: click to verdict took 10-23% longer "
-    "on a quiet 2-core machine, 18-38% with runs back to back, 2x under load, "
+    "verdict; 0: computed after the run (off by default: ack-loss's click to verdict took "
+    "24% longer on a quiet 2-core machine, more with runs back to back, 2x under load, "
     "benchmarks/METRICS.md).",
     "0",
 )
