@@ -12,7 +12,6 @@ import json
 import os
 import time
 import uuid
-from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -24,7 +23,7 @@ from engine.kafka import admin
 from engine.runner import run_scenario
 from engine.scenario import list_scenarios, load_scenario
 from tests.dockerenv import project_leftovers
-from tests.kafkatools import kcat_values
+from tests.integration.file_promises import assert_counts_match_kcat
 
 SCENARIOS = list_scenarios()
 
@@ -153,24 +152,6 @@ def test_pause_and_resume_a_broker(cluster) -> None:
 
 
 # ---- what the lab does on the three containers ----------------------------------------------
-def kcat_ids(bootstrap: str, topic: str, isolation: str) -> list[int]:
-    return [json.loads(v)["id"] for v in kcat_values(bootstrap, topic, isolation=isolation)]
-
-
-def assert_counts_match_kcat(cluster, scenario, output) -> None:
-    """Each level's delivered and duplicate counts are what kcat reads from the brokers."""
-    ledger = set(range(scenario.workload.messages))
-    for level, result in output["results"].items():
-        ids = [
-            i
-            for i in kcat_ids(cluster.direct_bootstrap, result["sink_topic"], result["isolation"])
-            if i in ledger
-        ]
-        copies = Counter(ids)
-        assert result["delivered"] == len(copies), f"{level}: delivered differs from kcat"
-        assert result["duplicates"] == len(ids) - len(copies), f"{level}: duplicates differ"
-
-
 @pytest.fixture(scope="module")
 def postgres_container(docker_env, cluster) -> Iterator[str]:
     """docker-compose.yml's postgres service (official image or Debian stand-in): its DSN."""

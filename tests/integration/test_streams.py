@@ -21,7 +21,7 @@ import pytest
 
 from engine import record, streams
 from engine.history import merge
-from engine.scenario import load_scenario, scenarios_dir
+from engine.scenario import Scenario, load_scenario, scenarios_dir
 from tests.integration.file_promises import assert_as_its_file_says
 from tests.kafkatools import kcat_values
 from tests.metrics.followed import run_judged_three_ways
@@ -34,17 +34,17 @@ STREAMS_SCENARIOS = ("streams-crash", "streams-zombie")
 ALOS, EOS = "streams-at-least-once", "streams-exactly-once"
 
 
-def judged_run(name: str, cluster: Any) -> dict[str, Any]:
-    """The scenario's run, with Spark following it; its metrics agree with the checker's."""
+def judged_run(name: str, cluster: Any) -> tuple[Scenario, dict[str, Any]]:
+    """The scenario and its run's output, Spark following the run; its metrics agree with
+    the checker's."""
     path = scenarios_dir() / f"{name}.yaml"
     scenario = load_scenario(path)
-    return run_judged_three_ways(scenario, cluster, path.read_text()).output
+    return scenario, run_judged_three_ways(scenario, cluster, path.read_text()).output
 
 
 @pytest.fixture(scope="module")
 def crash_run(cluster1) -> dict[str, Any]:
-    scenario = load_scenario(scenarios_dir() / "streams-crash.yaml")
-    output = judged_run("streams-crash", cluster1)
+    scenario, output = judged_run("streams-crash", cluster1)
     folder = record.run_folder(output["run_id"])
     levels = {}
     for level, result in output["results"].items():
@@ -184,8 +184,7 @@ def test_each_result_carries_the_account_and_amount_the_truth_derives(crash_run)
 
 @pytest.fixture(scope="module")
 def zombie_run(cluster1) -> dict[str, Any]:
-    scenario = load_scenario(scenarios_dir() / "streams-zombie.yaml")
-    output = judged_run("streams-zombie", cluster1)
+    scenario, output = judged_run("streams-zombie", cluster1)
     folder = record.run_folder(output["run_id"])
     levels = {
         level: {
