@@ -247,23 +247,20 @@ class RunFollower:
             )
         deadline = time.monotonic() + timeout
         # Usually the queries have read everything before the run's end: then no last
-        # micro-batch is waited for (processAllAvailable waits for the next trigger).
-        gaps = self.missing(expected, self.read_up_to())
-        while gaps:
+        # micro-batch is waited for. processAllAvailable waits for the next trigger at
+        # least, so a topic created moments ago, found only then, costs no busy loop.
+        while gaps := self.missing(expected, self.read_up_to()):
+            if time.monotonic() > deadline:
+                raise MetricsError(
+                    f"Spark's streaming queries had not read the run to its end after "
+                    f"{timeout:.0f} s: {', '.join(gaps[:3])}."
+                )
             try:
                 self.query.processAllAvailable()
             except Exception as exc:
                 raise MetricsError(
                     f"Spark's streaming query could not read the run's end: {_first_line(exc)}"
                 ) from exc
-            gaps = self.missing(expected, self.read_up_to())
-            if gaps and time.monotonic() > deadline:
-                raise MetricsError(
-                    f"Spark's streaming queries had not read the run to its end after "
-                    f"{timeout:.0f} s: {', '.join(gaps[:3])}."
-                )
-            if gaps:  # a topic created moments ago is found at the next trigger: wait for it
-                self.query.awaitTermination(min(self.trigger_s, 0.2))
         self.timings["last_batches"] = time.perf_counter() - began - self.timings["kafka_ends"]
         self.rows_in_all = self.rows_read()
         stopping = time.perf_counter()
