@@ -18,7 +18,7 @@ the Metrics page shows the warm-up run's final numbers (Spark up, warmed). With 
 as well, each next run starts only once the followed run's final metrics are saved, as in
 a class, where the next run comes after the results are discussed: without it the runs
 start back to back, and the previous run's judgement (4 to 6 s of Spark) runs during the
-next one.
+next one. --pause S waits S seconds more after each run, in both modes alike.
 """
 
 from __future__ import annotations
@@ -117,7 +117,12 @@ MODES = {
 
 
 def measure(
-    names: list[str], nodes: int, repeats: int, modes: str = "default", settled: bool = False
+    names: list[str],
+    nodes: int,
+    repeats: int,
+    modes: str = "default",
+    settled: bool = False,
+    pause: float = 0.0,
 ) -> dict[tuple[str, str], list[float]]:
     from playwright.sync_api import sync_playwright
 
@@ -139,6 +144,7 @@ def measure(
                         if settled and streaming:
                             waited = settle(tab, runs_dir)
                             print(f"  metrics saved {waited:.1f} s after the verdict", flush=True)
+                        time.sleep(pause)  # in every mode alike
                     times[(name, mode)] = runs
                     print(f"{name} ({mode}): {', '.join(f'{t:.1f}' for t in runs)}", flush=True)
                 tab.close()
@@ -162,6 +168,15 @@ def main() -> None:
         "final metrics are saved (without it, runs start back to back, and the previous "
         "run's judgement runs during the next one)",
     )
+    parser.add_argument(
+        "--pause",
+        type=float,
+        default=0.0,
+        metavar="S",
+        help="seconds to wait after each timed run (after --settled's wait), in every mode "
+        "alike: the talk between two runs in a class, in which the last run's aftermath "
+        "(its Spark judgement, the JVM's clean-up) ends",
+    )
     args = parser.parse_args()
     modes = "streaming" if args.streaming_metrics else "default"
     names_of = [m[0] for m in MODES[modes]]
@@ -171,7 +186,7 @@ def main() -> None:
         by_nodes.setdefault(load_scenario(list_scenarios()[name]).nodes, []).append(name)
     times: dict[tuple[str, str], list[float]] = {}
     for nodes, group in sorted(by_nodes.items()):
-        times.update(measure(group, nodes, args.repeats, modes, args.settled))
+        times.update(measure(group, nodes, args.repeats, modes, args.settled, args.pause))
     print()
     print(
         f"| scenario | nodes | target (s) | {names_of[0]}: median [min–max] (s) | "
