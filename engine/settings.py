@@ -114,7 +114,7 @@ STREAMING_METRICS = _setting(
     "1: when Spark is up, the presenter's runs are followed by a Spark streaming query, the "
     "Metrics page charts its counts while they run, and their metrics are finished after the "
     "verdict; 0: computed after the run (off by default: ack-loss's click to verdict took "
-    "24% longer on a quiet 2-core machine, more with runs back to back, 2x under load, "
+    "13% longer on a quiet 2-core machine, more with runs back to back, 2x under load, "
     "benchmarks/METRICS.md).",
     "0",
 )
@@ -185,6 +185,13 @@ SPARK_SHUFFLE_PARTITIONS = _setting(
     "Metrics (Spark)",
     "spark.sql.shuffle.partitions for the metrics job (at least 1).",
     "4",
+)
+SPARK_NICENESS = _setting(
+    "LAB_SPARK_NICENESS",
+    "Metrics (Spark)",
+    "The nice value (0 to 19) of the CPU group Spark's driver JVM runs in (a session of its "
+    "own): above 0, a run's own processes and the page come first while Spark follows it.",
+    "10",
 )
 METRICS_BIG_RUN = _setting(
     "LAB_METRICS_BIG_RUN",

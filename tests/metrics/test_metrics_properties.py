@@ -427,6 +427,36 @@ def test_the_session_starts_in_the_background_once(spark) -> None:
         check_versions("3.5.1")
 
 
+def _cpu_group(pid: int) -> tuple[str, int]:
+    """A process's autogroup (Linux schedules each session as one group) and its nice."""
+    from pathlib import Path
+
+    name, _, nice = Path(f"/proc/{pid}/autogroup").read_text().split()
+    return name, int(nice)
+
+
+def test_the_spark_jvm_runs_in_a_cpu_group_of_its_own_below_the_run(spark) -> None:
+    import os
+    import subprocess
+
+    from engine import settings as lab_settings
+
+    jvm = spark.sparkContext._gateway.proc.pid
+    ours = _cpu_group(os.getpid())
+    group = _cpu_group(jvm)
+    assert os.getsid(jvm) == jvm != os.getsid(0), "the JVM leads a session of its own"
+    assert group[0] != ours[0], "so Linux schedules it as a group apart from this process"
+    assert group[1] == lab_settings.SPARK_NICENESS.integer(minimum=0) > 0 == ours[1]
+    # The contrast: a child started the way pyspark starts its JVM shares our group.
+    child = subprocess.Popen(["sleep", "30"])
+    try:
+        assert _cpu_group(child.pid) == ours
+        assert os.getsid(child.pid) == os.getsid(0)
+    finally:
+        child.kill()
+        child.wait()
+
+
 def test_the_dashboards_warm_up_judges_a_made_up_run_before_the_session_is_handed_out(
     spark,
 ) -> None:
