@@ -14,6 +14,8 @@ Settings from the environment:
 - LAB_SPARK_JAVA_OPTIONS: JVM options for the driver, after the lab's own (DRIVER_JIT).
 - LAB_SPARK_BIG_DRIVER_MEMORY (default 6g): the heap of the process for big runs.
 - LAB_SPARK_EXECUTOR_MEMORY (default 1g): each executor's heap on a Spark cluster.
+- LAB_SPARK_NICENESS (default 10): the nice of the driver JVM's CPU group
+  (launch_in_own_cpu_group).
 """
 
 from __future__ import annotations
