@@ -28,12 +28,13 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from engine import paths, settings
 from engine.errors import LabError
 
 if TYPE_CHECKING:
+    from pyspark import SparkConf
     from pyspark.sql import SparkSession
 
 Progress = Callable[[str, float], None]  # (what is happening, fraction done)
@@ -183,14 +184,15 @@ def get_spark(master: str | None = None, progress: Progress | None = None) -> Sp
         return session
 
 
-def launch_in_own_cpu_group(conf: Any) -> int | None:
+def launch_in_own_cpu_group(conf: SparkConf) -> None:
     """Start Spark's driver JVM (pyspark's gateway) in a session of its own, at the
-    LAB_SPARK_NICENESS of its CPU group; returns the JVM's pid (None if none was started:
-    one runs already, or spark-submit started it).
+    LAB_SPARK_NICENESS of its CPU group; nothing if a JVM runs already or spark-submit
+    started it.
 
-    Linux schedules each session as one group (autogroup): CPU time is shared between
-    groups first, then between the threads of a group, and a thread's own nice value counts
-    only inside its group. pyspark starts the JVM in the caller's session, so in the
+    Linux schedules each session as one group (autogroup, sched(7)): CPU time is shared
+    between groups first, then between the threads of a group, and a thread's own nice
+    value counts only inside its group. pyspark's launch_gateway starts the JVM with a plain
+    Popen, in the caller's session, so in the
     dashboard's group, beside nothing else of the run (the roles, brokers and proxy have
     sessions of their own): a follower's micro-batches took the group's full share while
     the run ran, and made click-to-verdict about 32% longer (benchmarks/METRICS.md); lowering
@@ -205,11 +207,9 @@ def launch_in_own_cpu_group(conf: Any) -> int | None:
     # pyspark adds stdin (the JVM exits when it closes) and its SIGINT guard to these.
     gateway = launch_gateway(conf, popen_kwargs={"start_new_session": True})
     SparkContext._ensure_initialized(gateway=gateway)
-    pid = gateway.proc.pid
     niceness = min(19, settings.SPARK_NICENESS.integer(minimum=0))
     with contextlib.suppress(OSError):  # no autogroup in this kernel: the default priority
-        Path(f"/proc/{pid}/autogroup").write_text(f"{niceness}\n")
-    return pid
+        Path(f"/proc/{gateway.proc.pid}/autogroup").write_text(f"{niceness}\n")
 
 
 # The driver JVM compiles with C1 only. A judgement is a burst of short queries over a few

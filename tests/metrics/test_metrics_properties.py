@@ -17,9 +17,12 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import random
+import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -429,16 +432,11 @@ def test_the_session_starts_in_the_background_once(spark) -> None:
 
 def _cpu_group(pid: int) -> tuple[str, int]:
     """A process's autogroup (Linux schedules each session as one group) and its nice."""
-    from pathlib import Path
-
     name, _, nice = Path(f"/proc/{pid}/autogroup").read_text().split()
     return name, int(nice)
 
 
 def test_the_spark_jvm_runs_in_a_cpu_group_of_its_own_below_the_run(spark) -> None:
-    import os
-    import subprocess
-
     from engine import settings as lab_settings
 
     jvm = spark.sparkContext._gateway.proc.pid
