@@ -190,7 +190,8 @@ SPARK_NICENESS = _setting(
     "LAB_SPARK_NICENESS",
     "Metrics (Spark)",
     "The nice value (0 to 19) of the CPU group Spark's driver JVM runs in (a session of its "
-    "own): above 0, a run's own processes and the page come first while Spark follows it.",
+    "own) and of its threads: above 0, a run's own processes and the page come first while "
+    "Spark follows it.",
     "10",
 )
 METRICS_BIG_RUN = _setting(

@@ -430,26 +430,44 @@ def test_the_session_starts_in_the_background_once(spark) -> None:
         check_versions("3.5.1")
 
 
-def _cpu_group(pid: int) -> tuple[str, int]:
-    """A process's autogroup (Linux schedules each session as one group) and its nice."""
-    name, _, nice = Path(f"/proc/{pid}/autogroup").read_text().split()
-    return name, int(nice)
+def _cpu_group(pid: int) -> tuple[str, int] | None:
+    """A process's autogroup (Linux schedules each session as one group) and its nice;
+    None where the process is not scheduled by autogroup (the file is then empty)."""
+    fields = Path(f"/proc/{pid}/autogroup").read_text().split()
+    return (fields[0], int(fields[2])) if fields else None
+
+
+def _threads_nice(pid: int) -> set[int]:
+    """The nice values of a process's threads (Linux keeps one per thread)."""
+    return {
+        os.getpriority(os.PRIO_PROCESS, int(task.name))
+        for task in Path(f"/proc/{pid}/task").iterdir()
+    }
 
 
 def test_the_spark_jvm_runs_in_a_cpu_group_of_its_own_below_the_run(spark) -> None:
     from engine import settings as lab_settings
 
+    niceness = lab_settings.SPARK_NICENESS.integer(minimum=0)
+    assert niceness > 0
     jvm = spark.sparkContext._gateway.proc.pid
-    ours = _cpu_group(os.getpid())
-    group = _cpu_group(jvm)
     assert os.getsid(jvm) == jvm != os.getsid(0), "the JVM leads a session of its own"
-    assert group[0] != ours[0], "so Linux schedules it as a group apart from this process"
-    assert group[1] == lab_settings.SPARK_NICENESS.integer(minimum=0) > 0 == ours[1]
-    # The contrast: a child started the way pyspark starts its JVM shares our group.
+    # Without autogroup (a cgroup's CPU controller, as in some CI containers) threads
+    # compete one by one: every thread of the JVM carries the nice, none of ours does.
+    our_nice = os.getpriority(os.PRIO_PROCESS, 0)
+    assert _threads_nice(jvm) == {niceness} != {our_nice}
+    # With autogroup, the JVM's session is a group of its own at that nice.
+    autogroup_on = Path("/proc/sys/kernel/sched_autogroup_enabled").read_text().strip() == "1"
+    group, ours = _cpu_group(jvm), _cpu_group(os.getpid())
+    if autogroup_on and group is not None:
+        assert group[1] == niceness
+        assert group != ours, "so Linux schedules it as a group apart from this process"
+    # The contrast: a child started the way pyspark starts its JVM shares our group and nice.
     child = subprocess.Popen(["sleep", "30"])
     try:
         assert _cpu_group(child.pid) == ours
         assert os.getsid(child.pid) == os.getsid(0)
+        assert _threads_nice(child.pid) == {our_nice}
     finally:
         child.kill()
         child.wait()
