@@ -14,7 +14,7 @@ Settings from the environment:
 - LAB_SPARK_JAVA_OPTIONS: JVM options for the driver, after the lab's own (DRIVER_JIT).
 - LAB_SPARK_BIG_DRIVER_MEMORY (default 6g): the heap of the process for big runs.
 - LAB_SPARK_EXECUTOR_MEMORY (default 1g): each executor's heap on a Spark cluster.
-- LAB_SPARK_NICENESS (default 10): the nice of the driver JVM's CPU group
+- LAB_SPARK_NICENESS (default 10): the nice of the driver JVM's CPU group and threads
   (launch_in_own_cpu_group).
 """
 
@@ -192,13 +192,13 @@ def launch_in_own_cpu_group(conf: SparkConf) -> None:
     Linux schedules each session as one group (autogroup, sched(7)): CPU time is shared
     between groups first, then between the threads of a group, and a thread's own nice
     value counts only inside its group. pyspark's launch_gateway starts the JVM with a plain
-    Popen, in the caller's session, so in the
-    dashboard's group, beside nothing else of the run (the roles, brokers and proxy have
-    sessions of their own): a follower's micro-batches took the group's full share while
-    the run ran, and made click-to-verdict about 32% longer (benchmarks/METRICS.md); lowering
-    the JVM's threads' own nice changed nothing there. In a group of its own with a lower
-    nice, Spark takes what the run leaves of the CPU, and all of it when the run is over.
-    Where there is no autogroup the threads' nice is what counts, so both are set.
+    Popen, in the caller's session, so in the dashboard's group, beside nothing else of the
+    run (the roles, brokers and proxy have sessions of their own): a follower's
+    micro-batches took the group's full share while the run ran, and made click-to-verdict
+    about 32% longer (benchmarks/METRICS.md); lowering the JVM's threads' own nice changed
+    nothing there. In a group of its own with a lower nice, Spark takes what the run leaves
+    of the CPU, and all of it when the run is over. Where autogroup does not apply, the
+    threads' nice is what counts, so both are set.
     """
     from pyspark import SparkContext
     from pyspark.java_gateway import launch_gateway
@@ -217,16 +217,18 @@ def launch_in_own_cpu_group(conf: SparkConf) -> None:
 def renice_threads(pid: int, niceness: int) -> None:
     """Give every thread of a process the nice value `niceness`.
 
-    Where the kernel does not group CPU time by session (autogroup off, or the process sits
-    in a cgroup with a CPU controller, as in some CI containers), threads compete one by one
-    and each thread's own nice is what counts. Linux keeps nice per thread and a new thread
-    inherits its creator's, so the JVM's later threads (Spark's, Py4J's) start at this nice
-    once the threads that exist now carry it; a second pass catches one born meanwhile.
+    Where the kernel does not group CPU time by session (autogroup off, or the process in a
+    cgroup of the CPU controller other than the root: autogroup_task_group in the kernel's
+    kernel/sched/autogroup.h), threads compete one by one and each thread's own nice is
+    what counts. Linux keeps nice per thread and a new thread inherits its creator's, so the
+    JVM's later threads (Spark's, Py4J's) start at this nice once the threads that exist now
+    carry it; a second pass catches one born meanwhile. Nothing without Linux's /proc.
     """
     for _ in range(2):
-        for task in Path(f"/proc/{pid}/task").iterdir():
-            with contextlib.suppress(ProcessLookupError, PermissionError):  # a thread ended
-                os.setpriority(os.PRIO_PROCESS, int(task.name), niceness)
+        with contextlib.suppress(OSError):  # no /proc, or the process or a thread ended
+            for task in list(Path(f"/proc/{pid}/task").iterdir()):
+                with contextlib.suppress(OSError):
+                    os.setpriority(os.PRIO_PROCESS, int(task.name), niceness)
 
 
 # The driver JVM compiles with C1 only. A judgement is a burst of short queries over a few
