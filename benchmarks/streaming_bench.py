@@ -56,8 +56,7 @@ def warm_lab(name: str, nodes: int) -> Iterator[tuple[EmbeddedCluster, SparkSess
     try:
         spark = get_spark()
         warm_up_judgement(spark)  # what the dashboard runs on its session before anyone asks
-        # As the dashboard with LAB_STREAMING_METRICS=1: a followed round too.
-        warm_up_judgement(spark, rounds=1, bootstrap=cluster.direct_bootstrap, follow=True)
+        warm_up_judgement(spark, rounds=1, bootstrap=cluster.direct_bootstrap)
         yield cluster, spark
     finally:
         cluster.stop()

@@ -86,13 +86,7 @@ class SparkService:
             return
         try:
             with service.shared():
-                warm_up_judgement(
-                    spark,
-                    rounds=1,
-                    bootstrap=cluster.direct_bootstrap,
-                    # The path of a followed run's records too, when runs are followed.
-                    follow=settings.STREAMING_METRICS.flag(),
-                )
+                warm_up_judgement(spark, rounds=1, bootstrap=cluster.direct_bootstrap)
         except Exception:  # a warm-up only: a broker down now must not fail anything
             return
 

@@ -57,12 +57,8 @@ class RunFollower:
         topics: Sequence[str],
         *,
         trigger_s: float = TRIGGER_S,
-        guard_leaders: bool = True,
     ) -> None:
         self.spark, self.bootstrap, self.run_id = spark, bootstrap, run_id
-        # finish() refuses the records after a leader change (leader_changes); only a
-        # follower whose records judge nothing real (the warm-up's) may skip that.
-        self.guard_leaders = guard_leaders
         self.topics = sorted(set(topics))
         self.trigger_s = trigger_s
         tag = uuid.uuid4().hex[:12]
@@ -235,7 +231,7 @@ class RunFollower:
         self.rows_before_end = self.rows_read()
         began = time.perf_counter()
         expected = self.expected_ends()
-        if self.guard_leaders and (changed := self.leader_changes(expected)):
+        if changed := self.leader_changes(expected):
             raise MetricsError(
                 f"The leader of {', '.join(changed[:3])} changed during the run, and after a "
                 "leader change Kafka can lose records a reader had already read (KIP-101; "

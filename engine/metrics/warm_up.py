@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -16,11 +16,7 @@ WARM_UP_ROUNDS = 3
 
 
 def warm_up_judgement(
-    spark: SparkSession,
-    rounds: int = WARM_UP_ROUNDS,
-    bootstrap: str | None = None,
-    *,
-    follow: bool = False,
+    spark: SparkSession, rounds: int = WARM_UP_ROUNDS, bootstrap: str | None = None
 ) -> None:
     """Judge a tiny made-up run `rounds` times, so a session's first real judgement is fast.
 
@@ -28,9 +24,7 @@ def warm_up_judgement(
     several times longer than later ones. The dashboard runs this in the background right
     after Spark starts; its results are thrown away. With `bootstrap`, the last round reads
     the made-up records from a small topic of that cluster (WARM_UP_TOPIC, written once), so
-    that Spark's Kafka source is warm too. With `follow` too, one more round judges that
-    topic as a run's follower reads it (a streaming query into Spark's memory sink,
-    engine.metrics.streaming), so that the first followed run does not compile that path.
+    that Spark's Kafka source is warm too.
     """
     levels = [
         LevelSpec("warm-up-a", "warm-up.a", "read_uncommitted"),
@@ -63,40 +57,17 @@ def warm_up_judgement(
             from_kafka,
         )
     for uncommitted, committed, judged_levels in views:
-        _judge_once(uncommitted, committed, history, judged_levels, len(ids))
-    if bootstrap and follow:
-        from engine.metrics.streaming import RunFollower
-
-        # Triggers ten times as often as a run's: the 20 records are read at once. The
-        # topic outlives cluster restarts, which change its leader: that guard is for runs.
-        follower = RunFollower(
-            spark, bootstrap, "warm-up", [WARM_UP_TOPIC], trigger_s=0.1, guard_leaders=False
+        judged = judge(
+            uncommitted=uncommitted,
+            committed=committed,
+            history=history.where(F.col("level").isin([s.level for s in judged_levels])),
+            levels=judged_levels,
+            messages=len(ids),
         )
         try:
-            uncommitted, committed = follower.start().finish()
-            _judge_once(uncommitted, committed, history, views[-1][2], len(ids))
+            verdict_rows(judged)
         finally:
-            follower.stop()
-
-
-def _judge_once(
-    uncommitted: DataFrame,
-    committed: DataFrame,
-    history: DataFrame,
-    levels: list[LevelSpec],
-    messages: int,
-) -> None:
-    judged = judge(
-        uncommitted=uncommitted,
-        committed=committed,
-        history=history.where(F.col("level").isin([s.level for s in levels])),
-        levels=levels,
-        messages=messages,
-    )
-    try:
-        verdict_rows(judged)
-    finally:
-        judged.release()
+            judged.release()
 
 
 WARM_UP_TOPIC = "lab.metrics.warm-up"

@@ -223,31 +223,3 @@ def test_the_warm_up_reads_its_records_from_kafka_once_written(spark, cluster1) 
     rows = raw_rows(cluster1.direct_bootstrap, WARM_UP_TOPIC, "read_committed")
     assert [json.loads(v)["id"] for _, _, _, v in rows] == list(range(20))
     assert len(spark.sparkContext._jsc.getPersistentRDDs()) == cached_before
-
-
-def test_the_warm_up_follows_its_topic_only_when_asked(spark, cluster1, monkeypatch) -> None:
-    """With follow=True, the warm-up also judges its topic as a run's follower reads it (a
-    streaming query into the memory sink); without it, no query starts. Either way no query
-    runs afterwards, and nothing stays cached or named in the catalog."""
-    from engine.metrics import streaming
-    from engine.metrics.warm_up import WARM_UP_TOPIC, warm_up_judgement
-
-    read: list[tuple[int, int]] = []  # (uncommitted, committed) records each finish() gave
-    finish = streaming.RunFollower.finish
-
-    def spy(self: streaming.RunFollower, *args: Any, **kwargs: Any) -> Any:
-        frames = finish(self, *args, **kwargs)
-        read.append((frames[0].count(), frames[1].count()))
-        assert self.topics == [WARM_UP_TOPIC]
-        return frames
-
-    monkeypatch.setattr(streaming.RunFollower, "finish", spy)
-    cached_before = len(spark.sparkContext._jsc.getPersistentRDDs())
-    views_before = {t.name for t in spark.catalog.listTables()}
-    warm_up_judgement(spark, rounds=1, bootstrap=cluster1.direct_bootstrap)
-    assert read == []
-    warm_up_judgement(spark, rounds=1, bootstrap=cluster1.direct_bootstrap, follow=True)
-    assert read == [(20, 20)]
-    assert spark.streams.active == []
-    assert {t.name for t in spark.catalog.listTables()} == views_before
-    assert len(spark.sparkContext._jsc.getPersistentRDDs()) == cached_before
