@@ -32,7 +32,7 @@ from pages._follow import Broadcast, follow_panel, proxy_start, room_feed
 from pages._live_view import LiveView
 from pages._presenter import presenter_on
 from pages._roles import is_presenter, require_presenter
-from pages._run_view import render_run
+from pages._run_view import render_run, scroll_to_key
 from pages._shared import cluster_service, require_app, show_error
 
 require_app()
@@ -216,6 +216,21 @@ def strike_buttons(live: FreePlay) -> None:
         st.caption(f"🔌 {why or 'Killing the partition leader is off in these settings.'}")
 
 
+LIVE_BLOCK = "fp_live"  # the live panel's block: .st-key-fp_live in the page
+SCROLLED = "free_play_scrolled"  # run id -> when its live panel was first drawn
+SCROLL_FOR_S = 3.0
+
+
+def bring_live_panel_into_view(run_id: str) -> None:
+    """Scroll the live panel to the top of the screen as the stream starts, so that its
+    counts are on the first screen at any zoom (at 150% the screen is 720 px high, and the
+    page's introduction and settings fill most of it). Only in the stream's first seconds,
+    while the page settles: a teacher who scrolls away afterwards is not pulled back."""
+    first = st.session_state.setdefault(SCROLLED, {}).setdefault(run_id, time.time())
+    if time.time() - first < SCROLL_FOR_S:
+        scroll_to_key(LIVE_BLOCK)
+
+
 @st.fragment(run_every=REFRESH_S)
 def live_panel() -> None:
     live: FreePlay | None = st.session_state.get(SESSION)
@@ -224,6 +239,12 @@ def live_panel() -> None:
         return
     if not live.active:
         st.rerun(scope="app")  # the session ended: the whole page draws its results
+    with st.container(key=LIVE_BLOCK):
+        draw_live_panel(live, watch)
+    bring_live_panel_into_view(live.run_id)
+
+
+def draw_live_panel(live: FreePlay, watch: RunWatch) -> None:
     left, right = st.columns([3, 1])
     remaining = live.remaining_s()
     clock = (
