@@ -31,13 +31,8 @@ from engine.java_client import JAVA_PRODUCER_MAIN, ClientSettings, settings_for
 from engine.java_client import describe as describe_settings
 from engine.judge import EffectRows, LevelResult, LevelSettings, ReadBack, judge
 from engine.kafka import admin
-from engine.kafka.elr import (
-    ElrWatch,
-    PartitionReplicas,
-    describe_partition,
-    replication_log_lines,
-)
-from engine.kafka.reader import PartitionWatch, StableOffsetWatch, open_transactions, read_topic
+from engine.kafka.elr import describe_partition, replication_log_lines
+from engine.kafka.reader import StableOffsetWatch, open_transactions, read_topic
 from engine.levels import PROCESSOR_CONSUMER, Level
 from engine.nemesis import (
     Nemesis,
@@ -48,6 +43,7 @@ from engine.nemesis import (
 )
 from engine.processes import RoleProcess
 from engine.proxy.control import read_events
+from engine.replica_watches import ReplicaWatches, WatchedTopic
 from engine.scenario import Fault, Scenario
 
 # The coordinator looks for timed-out transactions every
@@ -57,8 +53,6 @@ TXN_ABORT_SCAN_S = 15.0
 # How often a scenario with watch_offsets asks the leader for the LSO and high watermark.
 OFFSETS_EVERY_S = 0.1
 OFFSETS_SETTLE_S = 3.0  # after the clients end, how long the LSO may take to catch up
-# How often a scenario with watch_isr asks the cluster for its partition's leader and ISR.
-WATCH_EVERY_S = 0.25
 
 PROCESSOR_MODES = {
     "at-most-once": "commit-before",
@@ -370,35 +364,20 @@ class LevelRun:
         tails: dict[Path, Tail] = {}
         proxy_tail = Tail(self.cluster.proxy.events_path) if self.cluster.proxy else None
         deadline = self.started_at + self.scenario.timeout_s
-        watch = (
-            PartitionWatch(self.cluster.direct_bootstrap, self.judged_topic)
-            if self.scenario.watch_isr or self.scenario.watch_elr
-            else None
-        )
-        elr_watch = None
-        if self.scenario.watch_elr:
-
-            def report(state: PartitionReplicas, at: float) -> None:
-                nemesis.record("elr", read_at=at, **state.to_json())
-
-            elr_watch = ElrWatch(self.cluster.running_bootstrap, self.judged_topic, report)
-            nemesis.ctx.node_changed = elr_watch.poke
+        watches = replica_watches(nemesis, [self])
         offsets = (
             StableOffsetWatch(self.cluster.direct_bootstrap, self.judged_topic)
             if self.scenario.watch_offsets
             else None
         )
         try:
-            self._drive_loop(nemesis, tails, proxy_tail, deadline, watch, elr_watch, offsets)
+            self._drive_loop(nemesis, tails, proxy_tail, deadline, watches, offsets)
             if offsets is not None:
                 self._last_offsets(nemesis, offsets)
         finally:
-            if watch is not None:
-                watch.close()
+            watches.close()
             if offsets is not None:
                 offsets.close()
-            if elr_watch is not None:
-                elr_watch.close(final_read=False)
 
     def _last_offsets(self, nemesis: Nemesis, offsets: StableOffsetWatch) -> None:
         """The LSO's last moves after the clients ended, until it reaches the high watermark
@@ -421,23 +400,16 @@ class LevelRun:
         tails: dict[Path, Tail],
         proxy_tail: Tail | None,
         deadline: float,
-        watch: PartitionWatch | None,
-        elr_watch: ElrWatch | None = None,
+        watches: ReplicaWatches,
         offsets: StableOffsetWatch | None = None,
     ) -> None:
-        next_watch = next_offsets = 0.0
+        next_offsets = 0.0
         while True:
             if offsets is not None and time.time() >= next_offsets:
                 next_offsets = time.time() + OFFSETS_EVERY_S
                 if (moved := offsets.changed()) is not None:
                     nemesis.record("offsets", lso=moved[0], high_watermark=moved[1])
-            if watch is not None and time.time() >= next_watch:
-                next_watch = time.time() + WATCH_EVERY_S
-                if (state := watch.changed()) is not None:
-                    leader, isr, hw = state
-                    nemesis.record("isr", leader=leader, isr=list(isr), high_watermark=hw)
-                    if elr_watch is not None:
-                        elr_watch.poke()
+            watches.poll()
             for process in self.processes:
                 tail = tails.setdefault(process.history, Tail(process.history))
                 nemesis.observe(tail.read_new())
@@ -711,6 +683,20 @@ def every_level_nemesis(
             history=HistoryFanOut([level_run.nemesis_history for level_run in runs]),
             started_at=started_at,
         ),
+    )
+
+
+def replica_watches(nemesis: Nemesis, runs: list[LevelRun]) -> ReplicaWatches:
+    """The scenario's ISR and ELR watches over the levels' judged topics (none if it asks for
+    neither), each level's readings in its own history."""
+    sc, cluster = runs[0].scenario, runs[0].cluster
+    return ReplicaWatches(
+        nemesis,
+        [WatchedTopic(r.judged_topic, r.nemesis_history) for r in runs],
+        bootstrap=cluster.direct_bootstrap,
+        running_bootstrap=cluster.running_bootstrap,
+        isr=sc.watch_isr or sc.watch_elr,
+        elr=sc.watch_elr,
     )
 
 

@@ -33,6 +33,7 @@ from engine.faults import (
     reaches_beyond_level,
 )
 from engine.faults.base import NemesisContext
+from engine.history import HistoryWriter
 from engine.processes import RoleProcess
 
 # Kept here for the modules that ask the nemesis (engine.runner, pages/_run_control.py).
@@ -131,6 +132,13 @@ class Nemesis:
     def record(self, kind: str, **attrs: Any) -> None:
         with self._record_lock:
             self.ctx.history.write("nemesis", kind=kind, **attrs)
+
+    def record_in(self, history: HistoryWriter, kind: str, **attrs: Any) -> None:
+        """Record a line in one history only, under the same lock as `record`: one level's
+        own reading (its partition's ISR) while a nemesis shared by several levels also
+        writes to that history."""
+        with self._record_lock:
+            history.write("nemesis", kind=kind, **attrs)
 
     def fire(self, fault: Fault) -> None:
         """Carry out one fault now, as its kind says (engine/faults/NAME.py)."""

@@ -29,6 +29,7 @@ from engine.level_run import (  # the names other modules take from the runner
     calm_leader,
     every_level_nemesis,
     producer_config,
+    replica_watches,
 )
 from engine.levels import LEVELS
 from engine.nemesis import (
@@ -36,6 +37,7 @@ from engine.nemesis import (
     reaches_beyond_level,
 )
 from engine.processes import RoleProcess, exit_words
+from engine.replica_watches import ReplicaWatches
 from engine.scenario import Scenario
 
 __all__ = ["LevelRun", "RunFailed", "producer_config", "run_scenario", "schedule_of"]
@@ -274,6 +276,7 @@ def _run_shared_faults(
         nemesis = every_level_nemesis(
             cluster, runs, list(scenario.faults), topic=runs[0].judged_topic, started_at=started
         )
+        watches = replica_watches(nemesis, runs)
         nemesis.tick()  # faults at 0 s are in place before the first message
         gate.touch()
         together = ", ".join(LEVELS[name].title.lower() for name in chosen)
@@ -286,8 +289,9 @@ def _run_shared_faults(
                 )
             step(f"{level_run.level.title}: running")
         try:
-            _drive_together(nemesis, runs, started + scenario.timeout_s)
+            _drive_together(nemesis, runs, started + scenario.timeout_s, watches)
         finally:
+            watches.close()
             nemesis.heal()
 
         def finish(level_run: LevelRun) -> LevelResult:
@@ -328,16 +332,20 @@ def _wait_for_event(processes: list[RoleProcess], event: str, timeout: float) ->
         time.sleep(0.02)
 
 
-def _drive_together(nemesis: Nemesis, runs: list[LevelRun], deadline: float) -> None:
+def _drive_together(
+    nemesis: Nemesis, runs: list[LevelRun], deadline: float, watches: ReplicaWatches
+) -> None:
     """Fire the shared faults until they are done and every level's clients are.
 
     A fault on a count of the producers' events fires once every level's producer has
     reached the count: the nemesis is given, for each event, the smallest count among the
     levels (their producers start together at the gate, so they are never far apart).
+    `watches` reads each level's partition as a scenario with watch_isr asks.
     """
     tails: dict[Path, Tail] = {}
     counts: dict[str, Counter[tuple[str, str]]] = {r.level.name: Counter() for r in runs}
     while True:
+        watches.poll()
         for level_run in runs:
             for process in level_run.processes:
                 tail = tails.setdefault(process.history, Tail(process.history))

@@ -15,7 +15,7 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -46,15 +46,20 @@ def _ids(text: str) -> tuple[int, ...]:
     return tuple(int(n) for n in text.split(",") if n.strip().lstrip("-").isdigit())
 
 
-def parse_describe(output: str, partition: int = 0) -> PartitionReplicas | None:
+def parse_describe(
+    output: str, partition: int = 0, topic: str | None = None
+) -> PartitionReplicas | None:
     """The partition's line of `kafka-topics.sh --describe`, parsed; None if it is not there.
 
     A line reads "Topic: t  Partition: 0  Leader: 1  Replicas: 1,2  Isr: 1  Elr: 2
-    LastKnownElr: " (tab-separated; "none" for no leader).
+    LastKnownElr: " (tab-separated; "none" for no leader). With `topic`, only that topic's
+    line counts (the output of several topics).
     """
     for line in output.splitlines():
         fields = dict(re.findall(r"(\w+): ?([^\t]*)", line.strip()))
         if fields.get("Partition", "").strip() != str(partition) or "Isr" not in fields:
+            continue
+        if topic is not None and fields.get("Topic", "").strip() != topic:
             continue
         leader = fields.get("Leader", "").strip()
         return PartitionReplicas(
@@ -83,6 +88,16 @@ def describe_partition(
 
     None when the tool found no such partition or no broker answered in time.
     """
+    return describe_partitions(bootstrap, [topic], partition, timeout).get(topic)
+
+
+def describe_partitions(
+    bootstrap: str, topics: Sequence[str], partition: int = 0, timeout: float = 30.0
+) -> dict[str, PartitionReplicas]:
+    """describe_partition for several topics in one run of the tool (one JVM, not one per
+    topic): its --topic is a regular expression (TopicCommand's include list). A topic the
+    tool did not find, or all of them if no broker answered in time, is left out."""
+    names = "|".join(re.escape(t) for t in topics)
     command = [
         tools.find_java(),
         "-Xmx128m",
@@ -94,39 +109,43 @@ def describe_partition(
         bootstrap,
         "--describe",
         "--topic",
-        topic,
+        f"^({names})$",
         "--command-config",
         str(_tool_config()),
     ]
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, check=False)
     except subprocess.TimeoutExpired:
-        return None
-    return parse_describe(done.stdout, partition)
+        return {}
+    found = {t: parse_describe(done.stdout, partition, topic=t) for t in topics}
+    return {t: state for t, state in found.items() if state is not None}
 
 
 class ElrWatch:
-    """Reads the partition's replica sets whenever poked (and every `every_s`), and reports
-    each change with the time the tool answered.
+    """Reads the partition's replica sets of each topic whenever poked (and every `every_s`),
+    and reports each change with the topic and the time the tool answered.
 
     A read can be slow: Kafka's tool may first try a broker that is frozen, and give that up
     only after its request timeout. So a poke starts a new read beside one still under way
     (two at most), and what each read finds is reported if it differs from the last report.
+    The topics are read in one run of the tool (describe_partitions): a JVM per topic would
+    take the CPU from the run it watches.
     """
 
     def __init__(
         self,
         bootstrap: Callable[[], str],
-        topic: str,
-        report: Callable[[PartitionReplicas, float], None],
+        topics: Sequence[str],
+        report: Callable[[str, PartitionReplicas, float], None],
         every_s: float = 5.0,
     ) -> None:
         """`bootstrap` is asked before every read, to name only the nodes running then."""
-        self.bootstrap, self.topic, self.report, self.every_s = bootstrap, topic, report, every_s
+        self.bootstrap, self.topics, self.report = bootstrap, list(topics), report
+        self.every_s = every_s
         self._poke = threading.Event()
         self._stop = threading.Event()
         self._lock = threading.Lock()
-        self._last: PartitionReplicas | None = None
+        self._last: dict[str, PartitionReplicas] = {}
         self._reads = ThreadPoolExecutor(max_workers=2, thread_name_prefix="elr-read")
         self._under_way: list[Future[None]] = []
         self._thread = threading.Thread(target=self._loop, name="elr-watch", daemon=True)
@@ -138,14 +157,16 @@ class ElrWatch:
 
     def _read(self) -> None:
         try:
-            state = describe_partition(self.bootstrap(), self.topic)
+            states = describe_partitions(self.bootstrap(), self.topics)
         except LabError:  # no Java or no jars: the ELR cannot be read here
             self._stop.set()
             return
         with self._lock:
-            if state is not None and state != self._last:
-                self._last = state
-                self.report(state, time.time())
+            at = time.time()
+            for topic, state in states.items():
+                if state != self._last.get(topic):
+                    self._last[topic] = state
+                    self.report(topic, state, at)
 
     def _loop(self) -> None:
         while not self._stop.is_set():

@@ -31,6 +31,21 @@ def test_a_led_partition_and_an_absent_one() -> None:
     assert parse_describe("Error while executing topic command") is None
 
 
+def test_several_topics_in_one_describe_are_told_apart() -> None:
+    """One run of the tool for every level's topic (ElrWatch): each line by its topic."""
+    two = (
+        "\tTopic: run-a.judged\tPartition: 0\tLeader: 2\tReplicas: 2,3\tIsr: 2\tElr: 3\t"
+        "LastKnownElr: \n"
+        "\tTopic: run-b.judged\tPartition: 0\tLeader: 2\tReplicas: 2,3\tIsr: 2,3\tElr: \t"
+        "LastKnownElr: \n"
+    )
+    assert parse_describe(two, topic="run-b.judged") == PartitionReplicas(2, (2, 3), (2, 3), (), ())
+    assert parse_describe(two, topic="run-a.judged") == PartitionReplicas(2, (2, 3), (2,), (3,), ())
+    assert parse_describe(two, topic="run-c.judged") is None
+    # Without the topic, the first line would be taken for any topic's.
+    assert parse_describe(two) == parse_describe(two, topic="run-a.judged")
+
+
 def test_unclean_and_truncation_lines_are_picked_by_partition() -> None:
     change = "UNCLEAN partition change for run-a-0 with topic ID x: isr: [2] -> [3]"
     logs = {
