@@ -9,11 +9,14 @@ its streaming queries read the run and as its batch job reads Kafka after it
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
 import pytest
 
 from engine import record
 from engine.runner import run_scenario
-from engine.scenario import list_scenarios, load_scenario
+from engine.scenario import Scenario, list_scenarios, load_scenario
 from tests.integration.file_promises import assert_as_its_file_says, kcat_ids
 from tests.integration.test_lost_coordinator_answers import LOST_MESSAGE_SCENARIOS
 from tests.integration.test_replication_truths import REPLICATION_SCENARIOS
@@ -37,6 +40,15 @@ def test_scenario_behaves_as_its_file_says(name, request):
     assert_as_its_file_says(scenario, cluster, output)
 
 
+def run_both(first: Scenario, second: Scenario, cluster: Any) -> tuple[dict, dict]:
+    """Two runs of a case and its contrast at the same time, as two dashboard sessions run
+    on one cluster: each has its own topics, group and transactional ids. Both wait on
+    Kafka's transaction timeouts, so together they take the time of one."""
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        runs = [pool.submit(run_scenario, scenario, cluster) for scenario in (first, second)]
+        return runs[0].result(), runs[1].result()
+
+
 def transaction_timeout_variant(**transactions: object):
     """transaction-timeout with one message per transaction (12 more after the stalled one),
     at exactly-once only; `transactions` overrides the scenario's transactions block."""
@@ -57,7 +69,12 @@ def test_a_producer_fenced_by_its_transaction_timeout_is_restarted_and_finishes(
     what the topic lacks at read_committed. Every id is stored once, nothing is "never sent".
     The contrast: an application that does not restart (restart_when_fenced false) leaves
     the ids it never sent, said as "never sent", not lost."""
-    result = run_scenario(transaction_timeout_variant(), cluster1)["results"]["exactly-once"]
+    restarted, stopped = run_both(
+        transaction_timeout_variant(),
+        transaction_timeout_variant(restart_when_fenced=False),
+        cluster1,
+    )
+    result = restarted["results"]["exactly-once"]
     assert result["fenced"] >= 1
     assert (result["lost"], result["never_sent"], result["duplicates"]) == (0, 0, 0)
     ids = kcat_ids(cluster1.direct_bootstrap, result["sink_topic"], "read_committed")
@@ -65,8 +82,7 @@ def test_a_producer_fenced_by_its_transaction_timeout_is_restarted_and_finishes(
     assert any("the application started a new producer" in c for c in result["explain"]["choices"])
     assert not any("After waking" in e for e in result["explain"]["evidence"])
 
-    variant = transaction_timeout_variant(restart_when_fenced=False)
-    stopped = run_scenario(variant, cluster1)["results"]["exactly-once"]
+    stopped = stopped["results"]["exactly-once"]
     assert stopped["fenced"] >= 1
     assert (stopped["lost"], stopped["never_sent"]) == (0, 15 - stopped["sent"])
     assert stopped["never_sent"] >= 1
@@ -115,7 +131,9 @@ def test_a_processor_fenced_by_its_transaction_timeout_restarts_its_producer(clu
     again from the group's committed offsets; every output once, nothing left unprocessed.
     The contrast: without the restart the processor stops fenced and its remaining inputs
     are "not processed yet"."""
-    output = run_scenario(stalled_processor_variant(), cluster1)
+    output, stopped = run_both(
+        stalled_processor_variant(), stalled_processor_variant(restart_when_fenced=False), cluster1
+    )
     result = output["results"]["exactly-once"]
     assert result["fenced"] >= 1
     assert (result["lost"], result["not_processed"], result["duplicates"]) == (0, 0, 0)
@@ -125,7 +143,6 @@ def test_a_processor_fenced_by_its_transaction_timeout_restarts_its_producer(clu
     assert "restart" in [e["ev"] for e in history if e.get("proc") == "processor"]
     assert any("committed offsets" in c for c in result["explain"]["choices"])
 
-    stopped = run_scenario(stalled_processor_variant(restart_when_fenced=False), cluster1)
     result = stopped["results"]["exactly-once"]
     assert result["fenced"] >= 1 and result["lost"] == 0 and result["not_processed"] >= 1
     assert any(line.startswith("Not processed yet:") for line in result["explain"]["why"])
