@@ -61,6 +61,7 @@ from engine.metrics.summary import (
     judge,
     verdict_rows,
 )
+from engine.metrics.verdict_table import rows_in_memory
 from engine.metrics.warm_up import WARM_UP_TOPIC, warm_up_judgement
 
 if TYPE_CHECKING:
@@ -194,6 +195,8 @@ def run_metrics(
             levels=run.levels,
             messages=run.messages,
             uncommitted_known=known,
+            # The verdict table of a run kept in metrics.json is collected with the summary.
+            collect_rows=run.messages * len(run.levels) <= rows_in_memory(),
         )
     except Exception as exc:
         from py4j.protocol import Py4JJavaError

@@ -63,6 +63,7 @@ def warm_up_judgement(
             history=history.where(F.col("level").isin([s.level for s in judged_levels])),
             levels=judged_levels,
             messages=len(ids),
+            collect_rows=True,  # as a class's runs are judged (spark_job.run_metrics)
         )
         try:
             verdict_rows(judged)

@@ -59,6 +59,7 @@ class Synthetic:
     history: list[dict[str, Any]] = field(default_factory=list)
     expected: dict[str, dict[str, Any]] = field(default_factory=dict)
     ranks: str = "sort"  # how Spark finds the latency ranks (engine.metrics.sql.summary_sql)
+    collect_rows: bool = False  # the verdict table collected beside the summary, or after
 
     def add_record(
         self, topic: str, partition: int, offset: int, value: bytes | None, *, aborted: bool
@@ -93,6 +94,7 @@ def run_spark(spark: Any, run: Synthetic) -> tuple[dict[str, Any], dict[str, Any
         levels=run.levels,
         messages=run.messages,
         ranks=run.ranks,
+        collect_rows=run.collect_rows,
     )
     try:
         return judged.results, verdict_rows(judged)
@@ -300,7 +302,7 @@ def messy_runs(draw: st.DrawFn) -> Synthetic:
     messages = draw(st.integers(1, 20))
     # Mostly a few small ids, so that copies, reorders and aborts of one id meet often.
     ids = st.integers(0, 4) | st.integers(-2, messages + 2)
-    run = Synthetic(messages=messages, ranks=draw(RANKS))
+    run = Synthetic(messages=messages, ranks=draw(RANKS), collect_rows=draw(st.booleans()))
     for k in range(draw(st.integers(1, 4))):
         isolation = draw(st.sampled_from(["read_uncommitted", "read_committed"]))
         spec = LevelSpec(level=f"level-{k}", topic=f"lab.messy.{k}", isolation=isolation)

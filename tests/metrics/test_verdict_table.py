@@ -87,8 +87,10 @@ def _sparks_table(judged: Any) -> dict[str, list[dict[str, Any]]]:
     return out
 
 
-def test_the_collected_table_is_sparks_joined_table(spark) -> None:
-    """verdict_rows fills in the ledger in Python; Judged.verdicts() joins it in Spark."""
+@pytest.mark.parametrize("collect_rows", [False, True], ids=["after", "beside-the-summary"])
+def test_the_collected_table_is_sparks_joined_table(spark, collect_rows: bool) -> None:
+    """verdict_rows fills in the ledger in Python; Judged.verdicts() joins it in Spark. Its
+    rows are collected after judge(), or by judge() itself beside the summary's job."""
     messages = 30
     levels = [
         LevelSpec("at-least-once", "lab.collected.alo", "read_uncommitted"),
@@ -122,7 +124,9 @@ def test_the_collected_table_is_sparks_joined_table(spark) -> None:
         history=spark.createDataFrame(events, history_schema),
         levels=levels,
         messages=messages,
+        collect_rows=collect_rows,
     )
+    assert (judged.collected is not None) == collect_rows
     try:
         collected, joined = verdict_rows(judged), _sparks_table(judged)
     finally:
