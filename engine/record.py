@@ -132,11 +132,11 @@ def load_judged_inputs(
         ) from exc
 
 
-def _write_json(path: Path, data: Any) -> None:
+def _write_json(path: Path, data: Any, *, indent: int | None = 1) -> None:
     """Write atomically: a full disk or a crash leaves the old file, never half a new one."""
     tmp = path.with_name(path.name + ".tmp")
     try:
-        tmp.write_text(json.dumps(data, indent=1, sort_keys=True, default=str))
+        tmp.write_text(json.dumps(data, indent=indent, sort_keys=True, default=str))
         os.replace(tmp, path)
     except OSError as exc:
         tmp.unlink(missing_ok=True)
@@ -294,7 +294,10 @@ def save_metrics(run_id: str, output: dict[str, Any], *, source: str) -> None:
     folder = run_folder(run_id)
     if not folder.is_dir():
         raise RunNotFoundError(f"There is no run '{run_id}' in {paths.runs_dir()}.")
-    _write_json(folder / METRICS, {**output, "source": source, "computed_at": time.time()})
+    # Without indent: metrics.json holds the verdict table (12,000 rows for a class's run),
+    # and json.dumps uses its C encoder only without one (0.06 s here, against 0.18 s).
+    data = {**output, "source": source, "computed_at": time.time()}
+    _write_json(folder / METRICS, data, indent=None)
 
 
 def load_metrics(run_id: str) -> dict[str, Any] | None:
