@@ -365,12 +365,10 @@ class LevelRun:
         proxy_tail = Tail(self.cluster.proxy.events_path) if self.cluster.proxy else None
         deadline = self.started_at + self.scenario.timeout_s
         watches = replica_watches(nemesis, [self])
-        offsets = (
-            StableOffsetWatch(self.cluster.direct_bootstrap, self.judged_topic)
-            if self.scenario.watch_offsets
-            else None
-        )
+        offsets = None
         try:
+            if self.scenario.watch_offsets:
+                offsets = StableOffsetWatch(self.cluster.direct_bootstrap, self.judged_topic)
             self._drive_loop(nemesis, tails, proxy_tail, deadline, watches, offsets)
             if offsets is not None:
                 self._last_offsets(nemesis, offsets)

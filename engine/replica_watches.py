@@ -49,12 +49,14 @@ class ReplicaWatches:
         self.nemesis = nemesis
         self.histories = {w.topic: w.history for w in watched}
         self._next = 0.0
-        self.isr = {w.topic: PartitionWatch(bootstrap, w.topic) for w in watched} if isr else {}
+        self.partitions = (
+            {w.topic: PartitionWatch(bootstrap, w.topic) for w in watched} if isr else {}
+        )
         # Several levels' partitions are read at once: one read that waits on a frozen broker
         # (2 s per request) must not hold up the others, nor the nemesis's clock for long.
         self._pool = (
-            ThreadPoolExecutor(max_workers=len(self.isr), thread_name_prefix="isr-watch")
-            if len(self.isr) > 1
+            ThreadPoolExecutor(max_workers=len(self.partitions), thread_name_prefix="isr-watch")
+            if len(self.partitions) > 1
             else None
         )
         self.elr: ElrWatch | None = None
@@ -70,14 +72,14 @@ class ReplicaWatches:
 
     def poll(self) -> None:
         """Read each partition's leader and ISR if WATCH_EVERY_S has passed; record changes."""
-        if not self.isr or time.time() < self._next:
+        if not self.partitions or time.time() < self._next:
             return
         self._next = time.time() + WATCH_EVERY_S
-        topics = list(self.isr)
+        topics = list(self.partitions)
         if self._pool is None:
-            states = [self.isr[topics[0]].changed()]
+            states = [self.partitions[topics[0]].changed()]
         else:
-            states = list(self._pool.map(lambda t: self.isr[t].changed(), topics))
+            states = list(self._pool.map(lambda t: self.partitions[t].changed(), topics))
         for topic, state in zip(topics, states, strict=True):
             if state is None:
                 continue
@@ -89,7 +91,7 @@ class ReplicaWatches:
     def close(self) -> None:
         if self._pool is not None:
             self._pool.shutdown(wait=True)
-        for watch in self.isr.values():
+        for watch in self.partitions.values():
             watch.close()
         if self.elr is not None:
             self.elr.close(final_read=False)

@@ -276,7 +276,6 @@ def _run_shared_faults(
         nemesis = every_level_nemesis(
             cluster, runs, list(scenario.faults), topic=runs[0].judged_topic, started_at=started
         )
-        watches = replica_watches(nemesis, runs)
         nemesis.tick()  # faults at 0 s are in place before the first message
         gate.touch()
         together = ", ".join(LEVELS[name].title.lower() for name in chosen)
@@ -288,6 +287,9 @@ def _run_shared_faults(
                     "same nodes, and this scenario's broker faults struck them all at once."
                 )
             step(f"{level_run.level.title}: running")
+        # As a level alone starts its watches (LevelRun._drive): once the run is under way,
+        # and closed whatever happens next (an ElrWatch left running starts a JVM every 5 s).
+        watches = replica_watches(nemesis, runs)
         try:
             _drive_together(nemesis, runs, started + scenario.timeout_s, watches)
         finally:

@@ -95,8 +95,10 @@ def describe_partitions(
     bootstrap: str, topics: Sequence[str], partition: int = 0, timeout: float = 30.0
 ) -> dict[str, PartitionReplicas]:
     """describe_partition for several topics in one run of the tool (one JVM, not one per
-    topic): its --topic is a regular expression (TopicCommand's include list). A topic the
-    tool did not find, or all of them if no broker answered in time, is left out."""
+    topic): kafka-topics.sh's --topic "also accepts a regular expression, except for
+    --create" (its own help; TopicCommand's include list), anchored here so that it names
+    these topics only. A topic the tool did not find, or all of them if no broker answered
+    in time, is left out."""
     names = "|".join(re.escape(t) for t in topics)
     command = [
         tools.find_java(),

@@ -151,8 +151,8 @@ def judge(
             # Three jobs at once: a judgement's jobs leave the cores idle while the driver
             # plans and schedules, and two run beside it. The cached facts and positions
             # are computed once: a task that finds a cached block being computed waits for
-            # it (Spark's BlockInfoManager). 0.3-0.4 s of 1.9-2.2 s saved on a class's run
-            # (benchmarks/METRICS.md).
+            # it (Spark's BlockInfoManager). About 0.25 s of a class's run's 3.5-3.7 s in the
+            # paired benchmark (benchmarks/METRICS.md).
             with ThreadPoolExecutor(max_workers=2, thread_name_prefix="judge") as pool:
                 ledger = pool.submit(_ledger_facts, facts)
                 stored = pool.submit(_stored_positions, records)
