@@ -10,7 +10,12 @@ Kafka is needed. Two properties:
   partitions, aborted copies anywhere) both implementations agree on every field and
   every verdict.
 
-Each example is one Spark evaluation (about a second), so the example counts are modest.
+Each example is one Spark judgement, whose cost is per job and per plan rather than per row
+(benchmarks/METRICS.md, "The floor"). Levels never meet in a judgement (every fact is keyed
+by its level), so each example holds many independent levels and the examples are few: 6
+of up to 11 or 13 levels check as many levels per run of the suite (a median of 28 and 40,
+counted over 20 runs of each strategy) as 15 of up to 3 or 4 did (27 and 35), in 20-21 s
+for both properties against 45 s (paired runs on one machine).
 """
 
 from __future__ import annotations
@@ -34,7 +39,7 @@ from engine.metrics.summary import judge, verdict_rows
 from tests.metrics import reference
 
 SETTINGS = settings(
-    max_examples=15,
+    max_examples=6,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
@@ -131,7 +136,7 @@ def planted_runs(draw: st.DrawFn) -> Synthetic:
     messages = draw(st.integers(1, 25))
     partitions = draw(st.integers(1, 3))
     run = Synthetic(messages=messages, ranks=draw(RANKS))
-    for k in range(draw(st.integers(1, 3))):
+    for k in range(draw(st.integers(1, 11))):
         isolation = draw(st.sampled_from(["read_uncommitted", "read_committed"]))
         spec = LevelSpec(
             level=f"level-{k}", topic=f"lab.synthetic.level-{k}.out", isolation=isolation
@@ -303,7 +308,7 @@ def messy_runs(draw: st.DrawFn) -> Synthetic:
     # Mostly a few small ids, so that copies, reorders and aborts of one id meet often.
     ids = st.integers(0, 4) | st.integers(-2, messages + 2)
     run = Synthetic(messages=messages, ranks=draw(RANKS), collect_rows=draw(st.booleans()))
-    for k in range(draw(st.integers(1, 4))):
+    for k in range(draw(st.integers(1, 13))):
         isolation = draw(st.sampled_from(["read_uncommitted", "read_committed"]))
         spec = LevelSpec(level=f"level-{k}", topic=f"lab.messy.{k}", isolation=isolation)
         run.levels.append(spec)
