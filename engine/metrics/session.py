@@ -237,7 +237,13 @@ def renice_threads(pid: int, niceness: int) -> None:
 # same 2.5-3 s from the second judgement on (first 6.5-9 s), and a session starts in 8 s, not
 # 13.6. Big local jobs would pay (a million messages took 59 s instead of 35), so big runs
 # are computed in a process of their own with C2 (BIG_RUN_JIT). benchmarks/METRICS.md.
-DRIVER_JIT = "-XX:TieredStopAtLevel=1"
+# With C1 alone, HotSpot (Java 17) reserves 48 MB for compiled code, not the 240 MB it
+# gives tiered compilation (`java -XX:+PrintFlagsFinal -version`: ReservedCodeCacheSize
+# 50331648 with -XX:TieredStopAtLevel=1, 251658240 without). Spark's generated classes
+# filled that in about 25 judgements, or 50 s of a followed run, and HotSpot then printed
+# "CodeCache is full. Compiler has been disabled" and stopped compiling for the rest of the
+# session; so the driver gets the tiered size back.
+DRIVER_JIT = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m"
 
 
 # A big run's metrics run in a process of their own with C2 and a larger heap

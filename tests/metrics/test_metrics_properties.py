@@ -454,6 +454,18 @@ def _threads_nice(pid: int) -> set[int]:
     }
 
 
+def test_the_driver_jvm_has_room_to_keep_compiling_through_a_long_session(spark) -> None:
+    """C1 alone gets 48 MB of code cache from HotSpot, which Spark's generated classes filled
+    in about 25 judgements; then HotSpot stopped compiling (engine.metrics.session.DRIVER_JIT).
+    The session's JVM must have the 240 MB that tiered compilation gets."""
+    management = spark._jvm.java.lang.management.ManagementFactory
+    code_cache = [p for p in management.getMemoryPoolMXBeans() if p.getName() == "CodeCache"]
+    assert code_cache, [p.getName() for p in management.getMemoryPoolMXBeans()]
+    assert code_cache[0].getUsage().getMax() >= 240 * 2**20
+    flags = management.getRuntimeMXBean().getInputArguments()
+    assert "-XX:TieredStopAtLevel=1" in flags  # still C1 only, as measured
+
+
 def test_the_spark_jvm_runs_in_a_cpu_group_of_its_own_below_the_run(spark) -> None:
     from engine import settings as lab_settings
 
