@@ -98,7 +98,8 @@ def test_a_last_leader_back_with_an_empty_disk_leads_and_the_follower_truncates_
     assert _kinds(faults, "wipe-partition")[0]["node"] == leader
     # The cluster reported the high watermark back at 0 under the same leader.
     went_back = [f for f in _kinds(faults, "isr")[1:] if f["high_watermark"] == 0]
-    assert any(f["leader"] == leader for f in went_back)
+    readings = [(f["leader"], f["isr"], f["high_watermark"]) for f in _kinds(faults, "isr")]
+    assert any(f["leader"] == leader for f in went_back), readings
     lines = [(f["node"], f["line"]) for f in _kinds(faults, "broker-log")]
     assert any(node == follower and "Truncating to offset 0" in line for node, line in lines)
     # Every acknowledged message is gone, the ones both replicas held included.
