@@ -551,8 +551,9 @@ def test_inputs_past_the_groups_committed_offset_are_not_processed_yet(spark) ->
 
 def test_the_scaling_benchmarks_data_is_judged_alike_by_spark_and_duckdb(spark, tmp_path) -> None:
     """benchmarks.metrics_bench compares Spark with DuckDB on its own synthetic run; both
-    must judge it as the checker does. (Its history once lacked the source-ack columns
-    Spark's judgement reads, and DuckDB counted only each id's first copy as reordered.)"""
+    must count it alike, reordered ids by engine.checker's definition. (Its history once
+    lacked the source-ack columns Spark's judgement reads, and DuckDB counted only each id's
+    first copy as reordered.)"""
     from benchmarks.metrics_bench import make_data, spark_judge, worker_duckdb
 
     make_data(tmp_path, 2_000)
