@@ -517,6 +517,27 @@ def test_the_dashboards_warm_up_judges_a_made_up_run_before_the_session_is_hande
     assert len(spark.sparkContext._jsc.getPersistentRDDs()) == cached_before
 
 
+def test_the_warm_up_judges_a_run_of_a_class_size_read_as_a_real_one(spark, monkeypatch) -> None:
+    """The made-up run is as big as a class's (4 levels x 3,000 ids) and its history comes
+    from history.jsonl files through read_history, as a real run's does: a session's first
+    real judgement then finds its per-row code hot (benchmarks/METRICS.md)."""
+    from engine.metrics import warm_up
+
+    judged: list[tuple[int, int, list[str]]] = []
+    real_judge = warm_up.judge
+
+    def spy(**kwargs: Any) -> Any:
+        history_files = kwargs["history"].inputFiles()
+        judged.append((len(kwargs["levels"]), kwargs["messages"], history_files))
+        return real_judge(**kwargs)
+
+    monkeypatch.setattr(warm_up, "judge", spy)
+    warm_up.warm_up_judgement(spark, rounds=1)
+    [(levels, messages, files)] = judged
+    assert (levels, messages >= 3_000) == (4, True), (levels, messages)
+    assert sorted(Path(f).name for f in files) == ["history.jsonl"] * 4
+
+
 def test_inputs_past_the_groups_committed_offset_are_not_processed_yet(spark) -> None:
     """A processor stopped (stuck, or the run ended) before it committed past some inputs:
     they are "not processed yet", not lost, in Spark as in the checker. The source's acks
