@@ -128,7 +128,7 @@ def timed_run(
 
     metrics = compute_and_save(run_id, spark=spark, follower=follower, progress=step)
     final = time.perf_counter()
-    # Where the time went: the follower's end (Kafka's ends, last micro-batch, stop),
+    # Where the time went: the follower's end (Kafka's ends, the queries stopped),
     # the history read, the judgement, then the verdict table and the save.
     phases = {k: round(v, 2) for k, v in follower.timings.items()} if follower else {}
     if {"reading the run", "computing", "done"} <= set(steps):
@@ -144,6 +144,12 @@ def timed_run(
         "equal": equal_to_checker(metrics, output),
         "read_before_end": follower.rows_before_end if follower else None,
         "read_in_all": follower.rows_in_all if follower else None,
+        # Offsets (records, markers, aborted) the queries had not read when stopped.
+        "left_unread": sum(
+            end - start for spans in follower.left_unread.values() for start, end in spans.values()
+        )
+        if follower
+        else None,
         "phases": phases,
     }
 
@@ -279,10 +285,11 @@ def block(m: dict[str, Any], command: str) -> str:
         "",
         f"The run itself (run_scenario, no browser), median of the warm rounds: "
         f"{with_run:.2f} s with a follower, {without_run:.2f} s without "
-        f"({(with_run / without_run - 1) * 100:+.0f}%). Records the queries had read before "
-        "the run's end, of all they read (warm, then first runs): "
+        f"({(with_run / without_run - 1) * 100:+.0f}%). Records the queries had read at the "
+        "run's verdict / when stopped / offsets left to the batch read of the rest (warm, "
+        "then first runs): "
         + ", ".join(
-            f"{r['read_before_end']}/{r['read_in_all']}"
+            f"{r['read_before_end']}/{r['read_in_all']}/{r.get('left_unread')}"
             for r in everything
             if r["read_in_all"] is not None
         )

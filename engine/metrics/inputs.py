@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame, DataFrameReader, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -116,19 +116,49 @@ def read_kafka(
 ) -> DataFrame:
     """Every record of `topics` from the start to the end, at an isolation level (batch)."""
     return (
-        spark.read.format("kafka")
-        .option("kafka.bootstrap.servers", bootstrap)
+        _kafka_reader(spark, bootstrap, isolation)
         .option("subscribe", ",".join(sorted(set(topics))))
         .option("startingOffsets", "earliest")
         .option("endingOffsets", "latest")
+        .load()
+        .select("topic", "partition", "offset", "value")
+    )
+
+
+def read_kafka_range(
+    spark: SparkSession,
+    bootstrap: str,
+    ranges: Mapping[tuple[str, int], tuple[int, int]],
+    isolation: str,
+) -> DataFrame:
+    """The records of each (topic, partition) in `ranges` from its first offset up to, not
+    including, its end, at an isolation level (batch)."""
+    starting: dict[str, dict[str, int]] = {}
+    ending: dict[str, dict[str, int]] = {}
+    for (topic, partition), (start, end) in sorted(ranges.items()):
+        starting.setdefault(topic, {})[str(partition)] = start
+        ending.setdefault(topic, {})[str(partition)] = end
+    assigned = {topic: [int(p) for p in by_partition] for topic, by_partition in starting.items()}
+    return (
+        _kafka_reader(spark, bootstrap, isolation)
+        .option("assign", json.dumps(assigned))
+        .option("startingOffsets", json.dumps(starting))
+        .option("endingOffsets", json.dumps(ending))
+        .load()
+        .select("topic", "partition", "offset", "value")
+    )
+
+
+def _kafka_reader(spark: SparkSession, bootstrap: str, isolation: str) -> DataFrameReader:
+    return (
+        spark.read.format("kafka")
+        .option("kafka.bootstrap.servers", bootstrap)
         .option("kafka.isolation.level", isolation)
         # Aborted records and transaction markers leave offset gaps; they are not data loss.
         .option("failOnDataLoss", "false")
         # A task's last poll reaches past what the topic holds, and the broker would hold it
         # for fetch.max.wait.ms (500 ms) waiting for data that never comes: 4x the read time.
         .option("kafka.fetch.max.wait.ms", "10")
-        .load()
-        .select("topic", "partition", "offset", "value")
     )
 
 

@@ -5,10 +5,10 @@ starts, over two of Spark's Kafka sources on the run's judged topics, one per is
 level (`kafka.isolation.level`). Each micro-batch appends the records it read (isolation,
 topic, partition, offset, value: the Kafka source's columns, a few bytes each) to an
 in-memory table (Spark's memory sink), so that when the run ends only its last records
-remain to be read. Then `finish` checks that each source has read up to what Kafka holds
-at its isolation (each partition's high watermark, its last stable offset), runs the last
-micro-batches first if not (processAllAvailable, which waits for the next trigger), and
-hands the two views to the same judgement as the batch job (engine.metrics.summary.judge,
+remain to be read. Then `finish` asks Kafka where each partition ends at each isolation
+(its high watermark, its last stable offset), stops the query, reads with a batch read
+whatever the query had not read up to those ends (rather than wait for its next trigger),
+and hands the two views to the same judgement as the batch job (engine.metrics.summary.judge,
 its SQL in engine.metrics.sql): one definition of every count, whichever way the records
 were read. The run's history is read at the end from the run folder, as the batch job
 reads it: it is a few hundred kilobytes.
@@ -43,7 +43,6 @@ ISOLATIONS = ("read_uncommitted", "read_committed")
 # How often a query looks for new records while the run goes on. Each look is a little
 # work for the driver; on 2 cores, looking more often slows the run it follows.
 TRIGGER_S = 1.0
-FINISH_TIMEOUT_S = 30.0
 
 
 class RunFollower:
@@ -70,8 +69,12 @@ class RunFollower:
         # Records the query had read when finish() was called, and in all (both views).
         self.rows_before_end = 0
         self.rows_in_all = 0
-        # How long finish()'s steps took (s): Kafka's ends asked, the last micro-batches, stop.
+        # How long finish()'s steps took (s): Kafka's ends asked, the leaders' epochs asked,
+        # the queries stopped.
         self.timings: dict[str, float] = {}
+        # Per isolation, the partitions the queries had not read to their end when they
+        # were stopped, as {"topic:partition": (read up to, end)}: finish() reads those.
+        self.left_unread: dict[str, dict[str, tuple[int, int]]] = {}
 
     def start(self) -> RunFollower:
         """Start the query. The topics need not exist yet: they are found by name at each
@@ -206,70 +209,63 @@ class RunFollower:
                     out[isolation][(topic, int(p))] = int(offset)
         return out
 
-    def missing(
-        self,
-        expected: dict[str, dict[tuple[str, int], int]],
-        read: dict[str, dict[tuple[str, int], int]],
-    ) -> list[str]:
-        """Partitions a query has not read to their end, as "topic:partition at isolation"."""
-        return [
-            f"{topic}:{p} at {isolation} ({read[isolation].get((topic, p), 0)} of {end})"
-            for isolation, by_partition in expected.items()
-            for (topic, p), end in sorted(by_partition.items())
-            if end > 0 and read.get(isolation, {}).get((topic, p), 0) < end
-        ]
+    def finish(self) -> tuple[DataFrame, DataFrame]:
+        """(uncommitted, committed): every record of the topics up to Kafka's ends, what the
+        queries read and a batch read of what they had not.
 
-    def finish(self, timeout: float = FINISH_TIMEOUT_S) -> tuple[DataFrame, DataFrame]:
-        """The last micro-batches, then (uncommitted, committed): every record of the topics.
-
-        Raises MetricsError if a partition's leader changed during the run (leader_changes),
-        if a query failed, or if it has not read to the end of what Kafka holds within
-        `timeout` (the caller then falls back to the batch job).
+        The queries are stopped first, so that no micro-batch adds records after the
+        offsets they read up to are taken. Waiting for their last micro-batches instead
+        (processAllAvailable) waited for the next trigger: 1.0-1.6 s in most runs
+        (benchmarks/METRICS.md). A record in both, if a stop lands between a micro-batch
+        and its progress, counts once: the judgement merges each view's records by position
+        (engine.metrics.sql.positions_sql).
+        Raises MetricsError if a partition's leader changed during the run (leader_changes)
+        or if a query failed (the caller then falls back to the batch job).
         """
+        from engine.metrics.inputs import read_kafka_range
+
         if self.query is None:
             raise MetricsError("Spark's streaming query was not started.")
         self.rows_before_end = self.rows_read()
         began = time.perf_counter()
         expected = self.expected_ends()
-        if changed := self.leader_changes(expected):
+        self.timings["ends"] = time.perf_counter() - began
+        changed = self.leader_changes(expected)
+        self.timings["epochs"] = time.perf_counter() - began - self.timings["ends"]
+        if changed:
             raise MetricsError(
                 f"The leader of {', '.join(changed[:3])} changed during the run, and after a "
                 "leader change Kafka can lose records a reader had already read (KIP-101; "
                 "the lab's leader-disk-lost and unclean-election scenarios): the records the "
                 "queries read may no longer be what Kafka holds."
             )
-        self.timings["kafka_ends"] = time.perf_counter() - began
         # After the leaders' check: a query that failed while a partition had no leader
         # gives a lesser reason than the leader change itself.
         if self.query.exception() is not None:
             raise MetricsError(
                 f"Spark's streaming query stopped: {_first_line(self.query.exception())}"
             )
-        deadline = time.monotonic() + timeout
-        # Usually the queries have read everything before the run's end: then no last
-        # micro-batch is waited for. processAllAvailable waits for the next trigger at
-        # least, so a topic created moments ago, found only then, costs no busy loop.
-        while gaps := self.missing(expected, self.read_up_to()):
-            if time.monotonic() > deadline:
-                raise MetricsError(
-                    f"Spark's streaming queries had not read the run to its end after "
-                    f"{timeout:.0f} s: {', '.join(gaps[:3])}."
-                )
-            try:
-                self.query.processAllAvailable()
-            except Exception as exc:
-                raise MetricsError(
-                    f"Spark's streaming query could not read the run's end: {_first_line(exc)}"
-                ) from exc
-        self.timings["last_batches"] = time.perf_counter() - began - self.timings["kafka_ends"]
-        self.rows_in_all = self.rows_read()
         stopping = time.perf_counter()
         self.stop_queries()
         self.timings["stop"] = time.perf_counter() - stopping
+        self.rows_in_all = self.rows_read()
+        read = self.read_up_to()
         table = self.spark.table(self.table)
-        return tuple(  # type: ignore[return-value]
-            table.where(f"isolation = '{isolation}'").drop("isolation") for isolation in ISOLATIONS
-        )
+        views = []
+        self.left_unread = {}
+        for isolation in ISOLATIONS:
+            frame = table.where(f"isolation = '{isolation}'").drop("isolation")
+            left = {
+                key: (read[isolation].get(key, 0), end)
+                for key, end in expected[isolation].items()
+                if read[isolation].get(key, 0) < end
+            }
+            if left:
+                tail = read_kafka_range(self.spark, self.bootstrap, left, isolation)
+                frame = frame.unionByName(tail)
+            self.left_unread[isolation] = {f"{t}:{p}": span for (t, p), span in left.items()}
+            views.append(frame)
+        return views[0], views[1]
 
     def rows_read(self) -> int:
         """Records the query has read so far (their micro-batches' input rows)."""
