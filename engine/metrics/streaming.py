@@ -72,6 +72,7 @@ class RunFollower:
         # How long finish()'s steps took (s): Kafka's ends asked, the leaders' epochs asked,
         # the queries stopped.
         self.timings: dict[str, float] = {}
+        self._admin_client: Any = None
         # Per isolation, the partitions the queries had not read to their end when they
         # were stopped, as {"topic:partition": (read up to, end)}: finish() reads those.
         self.left_unread: dict[str, dict[str, tuple[int, int]]] = {}
@@ -118,38 +119,54 @@ class RunFollower:
 
     # ---- the end of the run -----------------------------------------------------------
     def expected_ends(self) -> dict[str, dict[tuple[str, int], int]]:
-        """What Kafka holds now: per isolation, each partition's end (HW, LSO)."""
-        from confluent_kafka import Consumer, KafkaException, TopicPartition
+        """What Kafka holds now: per isolation, each partition's end (HW, LSO).
 
-        ends: dict[str, dict[tuple[str, int], int]] = {}
-        for isolation in ISOLATIONS:
-            consumer = Consumer(
-                {
-                    "bootstrap.servers": self.bootstrap,
-                    "group.id": f"lab-follow-{self.run_id}",
-                    "isolation.level": isolation,
-                    "enable.auto.commit": False,
-                }
-            )
-            try:
-                metadata = consumer.list_topics(timeout=5)
+        ListOffsets (latest) at each isolation level, through the follower's one AdminClient
+        (leader_changes uses it too), after its metadata request: two consumers asked before,
+        about 60 ms each. With an AdminClient of its own, leader_changes sometimes took 1.0
+        or 3.0 s more at a run's end (benchmarks/METRICS.md; not seen with 50 new clients
+        asking a quiet broker, so the cause is not known).
+        """
+        from confluent_kafka import IsolationLevel, KafkaException, TopicPartition
+        from confluent_kafka.admin import OffsetSpec
+
+        admin = self._admin()
+        levels = {
+            "read_uncommitted": IsolationLevel.READ_UNCOMMITTED,
+            "read_committed": IsolationLevel.READ_COMMITTED,
+        }
+        try:
+            metadata = admin.list_topics(timeout=5)
+            partitions = {
+                TopicPartition(topic, p): OffsetSpec.latest()
+                for topic in self.topics
+                if topic in metadata.topics  # not there: a level that did not run
+                for p in metadata.topics[topic].partitions
+            }
+            ends: dict[str, dict[tuple[str, int], int]] = {}
+            for isolation in ISOLATIONS:
                 ends[isolation] = {}
-                for topic in self.topics:
-                    if topic not in metadata.topics:
-                        continue  # a level that did not run
-                    for p in metadata.topics[topic].partitions:
-                        _, high = consumer.get_watermark_offsets(
-                            TopicPartition(topic, p), timeout=5, cached=False
-                        )
-                        ends[isolation][(topic, p)] = high
-            except KafkaException as exc:
-                raise MetricsError(
-                    f"No Kafka broker answers at {self.bootstrap} to say where the run's "
-                    f"topics end ({exc.args[0].str()})."
-                ) from exc
-            finally:
-                consumer.close()
+                if not partitions:
+                    continue
+                answers = admin.list_offsets(
+                    partitions, isolation_level=levels[isolation], request_timeout=5
+                )
+                for tp, future in answers.items():
+                    ends[isolation][(tp.topic, tp.partition)] = future.result().offset
+        except KafkaException as exc:
+            raise MetricsError(
+                f"No Kafka broker answers at {self.bootstrap} to say where the run's "
+                f"topics end ({exc.args[0].str()})."
+            ) from exc
         return ends
+
+    def _admin(self) -> Any:
+        """The follower's one AdminClient (confluent_kafka.admin.AdminClient)."""
+        from confluent_kafka.admin import AdminClient
+
+        if self._admin_client is None:
+            self._admin_client = AdminClient({"bootstrap.servers": self.bootstrap})
+        return self._admin_client
 
     def leader_changes(self, ends: dict[str, dict[tuple[str, int], int]]) -> list[str]:
         """Of the partitions in `ends` (expected_ends()), those whose leader changed since
@@ -168,7 +185,7 @@ class RunFollower:
         epoch when it becomes leader (Partition.makeLeader).
         """
         from confluent_kafka import KafkaException, TopicPartition
-        from confluent_kafka.admin import AdminClient, OffsetSpec
+        from confluent_kafka.admin import OffsetSpec
 
         partitions = {
             TopicPartition(topic, p): OffsetSpec.latest()
@@ -176,7 +193,7 @@ class RunFollower:
         }
         if not partitions:
             return []
-        admin = AdminClient({"bootstrap.servers": self.bootstrap})
+        admin = self._admin()
         changed = []
         try:
             for tp, future in admin.list_offsets(partitions, request_timeout=5).items():
