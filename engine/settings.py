@@ -114,7 +114,7 @@ STREAMING_METRICS = _setting(
     "1: when Spark is up, the presenter's runs are followed by a Spark streaming query, the "
     "Metrics page charts its counts while they run, and their metrics are finished after the "
     "verdict; 0: computed after the run (off by default: ack-loss's click to verdict took "
-    "10% to 13% longer on a quiet 2-core machine, more with runs back to back, 2x under load, "
+    "0% to 13% longer on quiet 2-core machines, more with runs back to back, 2x under load, "
     "benchmarks/METRICS.md).",
     "0",
 )
