@@ -206,9 +206,7 @@ def first_run_in_new_process(
     command = [sys.executable, "-m", "benchmarks.streaming_bench", "--first-run-child", way]
     command += ["--cluster", cluster, "--messages", str(messages)]
     command += ["--trigger-s", str(trigger_s)] if trigger_s else []
-    done = subprocess.run(
-        command, cwd=ROOT, env=dict(os.environ), capture_output=True, text=True, check=False
-    )
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=False)
     lines = done.stdout.strip().splitlines()
     if done.returncode != 0 or not lines:
         raise SystemExit(f"the first run ({way}) failed: {done.stderr.strip()[-2000:]}")

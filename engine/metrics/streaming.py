@@ -119,7 +119,8 @@ class RunFollower:
 
     # ---- the end of the run -----------------------------------------------------------
     def expected_ends(self) -> dict[str, dict[tuple[str, int], int]]:
-        """What Kafka holds now: per isolation, each partition's end (HW, LSO).
+        """What Kafka holds now: per isolation, each partition's end (HW, LSO: ListOffsets at
+        read_committed answers with the last stable offset, KIP-98).
 
         ListOffsets (latest) at each isolation level, through the follower's one AdminClient
         (leader_changes uses it too), after its metadata request: two consumers asked before,

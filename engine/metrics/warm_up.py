@@ -71,7 +71,10 @@ def warm_up_judgement(
             judged = judge(
                 uncommitted=uncommitted,
                 committed=committed,
-                history=history.where(history["level"].isin([s.level for s in levels])),
+                # The Kafka round judges `few` ids: the history of those only, as a run's.
+                history=history.where(
+                    history["level"].isin([s.level for s in levels]) & (history["id"] < messages)
+                ),
                 levels=levels,
                 messages=messages,
                 collect_rows=True,  # as a class's runs are judged (spark_job.run_metrics)
