@@ -570,6 +570,85 @@ def test_inputs_past_the_groups_committed_offset_are_not_processed_yet(spark) ->
     assert (result["lost"], result["not_processed"], result["never_sent"]) == (1, 3, 0)
 
 
+def _pipeline_run() -> Synthetic:
+    """A processor's level: its source acks say where each input landed; ids 2 and 3 have no
+    output and sit at or past the group's committed offset: "not processed yet"."""
+    spec = LevelSpec("exactly-once", "lab.synthetic.eo.out", "read_committed")
+    run = Synthetic(messages=4, levels=[spec])
+    for message_id in range(4):
+        if message_id < 2:  # the outputs of ids 0 and 1 only
+            run.add_record(
+                spec.topic, 0, message_id, value(message_id, T0, spec.level), aborted=False
+            )
+        run.history.append(
+            {"t": T0 + message_id / 8, "proc": "source", "ev": "ack", "id": message_id}
+            | {"partition": 0, "offset": message_id}
+        )
+    run.history.append(
+        {"t": T0 + 9, "proc": "runner", "ev": "group_committed", "partition": 0, "offset": 2}
+    )
+    run.history = [{**e, "level": spec.level} for e in run.history]
+    return run
+
+
+def _physical_plans(spark: Any, run: Synthetic) -> tuple[str, str, dict[str, Any]]:
+    """The physical plans of a judgement's cached positions and facts, and its results."""
+    history_schema = "level string, " + ", ".join(
+        f"{f.name} {f.dataType.simpleString()}" for f in HISTORY_SCHEMA.fields
+    )
+    judged = judge(
+        uncommitted=spark.createDataFrame(run.uncommitted, KAFKA_SCHEMA),
+        committed=spark.createDataFrame(run.committed, KAFKA_SCHEMA),
+        history=spark.createDataFrame(history_rows(run.history), history_schema),
+        levels=run.levels,
+        messages=run.messages,
+    )
+    try:
+        plans = [
+            frame._jdf.queryExecution().executedPlan().toString()
+            for frame in (judged.records, judged.facts)
+        ]
+        return plans[0], plans[1], judged.results
+    finally:
+        judged.release()
+
+
+def test_a_big_history_does_not_turn_the_committed_offsets_join_into_a_sort(spark) -> None:
+    """The group's committed offsets (a row per level and partition) are joined to the facts
+    by broadcast, however big the history Spark sizes them by. Past its 10 MB threshold Spark
+    chose a sort-merge join, which shuffled every fact by a partition NULL for all ids but
+    a pipeline's, so one task sorted them all (18 of 79 s at 10M messages,
+    benchmarks/METRICS.md). A threshold of -1 stands for a history past any threshold."""
+    run = _pipeline_run()
+    before = spark.conf.get("spark.sql.autoBroadcastJoinThreshold")
+    spark.conf.set("spark.sql.autoBroadcastJoinThreshold", "-1")
+    try:
+        _, facts_plan, results = _physical_plans(spark, run)
+    finally:
+        spark.conf.set("spark.sql.autoBroadcastJoinThreshold", before)
+    assert "SortMergeJoin" not in facts_plan and "BroadcastHashJoin" in facts_plan
+    assert results == run_reference(run)[0]
+    assert results["exactly-once"]["not_processed"] == 2
+
+
+def test_the_facts_shuffle_runs_in_whole_rounds_of_the_task_slots(spark, monkeypatch) -> None:
+    """The facts are shuffled by id into tasks of one size, as many as fill the session's
+    task slots (2 here) in whole rounds; the positions keep the count asked for, since their
+    few keys land where their hash puts them."""
+    import re
+
+    monkeypatch.setenv("LAB_SPARK_SHUFFLE_PARTITIONS", "3")
+    run = _pipeline_run()
+    records_plan, facts_plan, results = _physical_plans(spark, run)
+
+    def counts(plan: str) -> set[int]:
+        return {int(n) for n in re.findall(r"hashpartitioning\([^\n]*?, (\d+)\), ", plan)}
+
+    assert counts(records_plan) == {3}
+    assert counts(facts_plan) - counts(records_plan) == {4}
+    assert results == run_reference(run)[0]
+
+
 def test_the_scaling_benchmarks_data_is_judged_alike_by_spark_and_duckdb(spark, tmp_path) -> None:
     """benchmarks.metrics_bench compares Spark with DuckDB on its own synthetic run; both
     must count it alike, reordered ids by engine.checker's definition. (Its history once
