@@ -657,6 +657,9 @@ def _row_key(line: str) -> str | None:
     return None
 
 
+MEASURED_AGAIN = " measured again "  # in a partial run's note, after the sizes it names
+
+
 def merge_rows(old_block: str, new_block: str, note: str) -> str:
     """The old block with the new block's scaling rows put in place of the same sizes' rows.
 
@@ -676,6 +679,13 @@ def merge_rows(old_block: str, new_block: str, note: str) -> str:
             if not rows:
                 raise SystemExit("METRICS.md's block has no scaling table to add a row to")
             lines.insert(rows[-1] + 1, new_line)
+    # A note for the same sizes, from an earlier partial run, says when rows were measured
+    # that this run has just replaced: it goes, with the blank line after it.
+    same_sizes = note.split(MEASURED_AGAIN)[0] + MEASURED_AGAIN if MEASURED_AGAIN in note else None
+    while same_sizes and (
+        old := [i for i, line in enumerate(lines) if line.startswith(same_sizes)]
+    ):
+        del lines[old[0] : old[0] + (2 if lines[old[0] + 1 : old[0] + 2] == [""] else 1)]
     at_end = lines.index(END)
     lines[at_end:at_end] = [note, ""]
     return "\n".join(lines)
@@ -754,7 +764,7 @@ def main() -> int:
     full = not args.skip_run and args.sizes == FULL_SIZES and bool(args.cluster_size)
     load = os.getloadavg()
     note = (
-        f"Rows for {', '.join(f'{n:,}' for n in sizes)} messages measured again "
+        f"Rows for {', '.join(f'{n:,}' for n in sizes)} messages{MEASURED_AGAIN}"
         f"{time.strftime('%Y-%m-%d %H:%M')} with `--sizes {args.sizes}` (load average "
         f"{load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f}); the rest of the block as above."
     )

@@ -44,6 +44,22 @@ def test_a_partial_run_replaces_only_its_rows(tmp_path, monkeypatch):
     assert "| 10,000 | 2.38 |" not in report.read_text()
 
 
+def test_a_size_measured_again_replaces_its_earlier_note(tmp_path, monkeypatch):
+    """Each partial run adds a note saying which rows it measured and when; a later run of
+    the same sizes replaces those rows, so its note replaces theirs. Other sizes' notes stay."""
+    report = write(tmp_path, monkeypatch, OLD)
+    rows = f"{START}\n{TABLE}| 10,000,000 | 65.92 |\n{END}"
+    ten = "Rows for 10,000,000 messages measured again"
+    bench.write_report(rows, partial_note=f"{ten} at 02:02.")
+    one = f"{START}\n{TABLE}| 1,000,000 | 9.99 |\n{END}"
+    bench.write_report(one, partial_note="Rows for 1,000,000 messages measured again at 03:00.")
+    bench.write_report(rows, partial_note=f"{ten} at 03:49.")
+    text = report.read_text()
+    assert f"{ten} at 03:49." in text and "02:02" not in text
+    assert "Rows for 1,000,000 messages measured again at 03:00." in text
+    assert text.count(START) == 1 and "\n\n\n" not in text
+
+
 def test_a_new_size_goes_after_the_tables_last_row(tmp_path, monkeypatch):
     report = write(tmp_path, monkeypatch, OLD)
     bench.write_report(f"{START}\n{TABLE}| 100,000 | 6.31 |\n{END}", partial_note="note")
