@@ -67,19 +67,26 @@ class FatalErrors:
             self.errors.append(error)
 
     def await_cause(self, consumer: Any, timeout_s: float = 3.0) -> None:
-        """Serve a consumer's error_cb until a fatal error's cause has arrived, or timeout_s.
+        """Poll a consumer until a fatal error's cause has arrived, or timeout_s.
 
-        A static member's commit that the group coordinator fences fails as the generic
-        _FATAL ("Commit failed: Local: Fatal error"); the cause (FENCED_INSTANCE_ID) is queued
-        for the consumer's error_cb, which only the consumer's own poll serves. Only for a role
-        that is ending: a poll may also take a message, which it will not process.
+        When a static member's heartbeat is fenced before its commit is sent, the commit fails
+        as the generic _FATAL ("Commit failed: Local: Fatal error") and the cause ("Static
+        consumer fenced by other consumer with same group.instance.id") comes as the error of
+        the consumer's next poll, not through error_cb (seen on a real broker:
+        tests/integration/test_fatal_cause.py). Only for a role that is ending: a poll may
+        also take a message, which it will not process.
         """
         deadline = time.monotonic() + timeout_s
         while not self.errors and time.monotonic() < deadline:
             try:
-                consumer.poll(0.1)
-            except (KafkaException, RuntimeError):  # raised the fatal error, or closed
+                message = consumer.poll(0.1)
+            except KafkaException as exc:  # raised the fatal error itself
+                self(exc.args[0])
                 return
+            except RuntimeError:  # closed
+                return
+            if message is not None and message.error() is not None:
+                self(message.error())
 
     def classify(self, error: KafkaError, client: Any = None) -> tuple[str, KafkaError]:
         """("fenced" or "error", the most telling error) for an error a call raised.

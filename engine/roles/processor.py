@@ -444,7 +444,7 @@ def run(spec: dict[str, Any]) -> int:
         os._exit(HUNG_EXIT)
     except KafkaException as exc:
         if exc.args[0].code() == KafkaError._FATAL:
-            fatal.await_cause(consumer)  # a fenced static member's cause comes by error_cb
+            fatal.await_cause(consumer)  # a fenced static member's cause: the next poll's error
         kind, error = fatal.classify(exc.args[0], producer)
         if kind == "fenced":
             history.write(kind, error=error.name(), reason=error.str(), by=fenced_by(error))

@@ -43,7 +43,8 @@ def assert_as_its_file_says(scenario: Scenario, cluster: Any, output: dict[str, 
     """The run meets its file's `expect` block, its counts equal kcat's reading of each sink
     at the level's isolation, and the recorded run holds the same results."""
     assert set(output["results"]) == set(scenario.levels)
-    assert not scenario.unmet_expectations(output["results"]), scenario.name
+    unmet = scenario.unmet_expectations(output["results"])
+    assert not unmet, (scenario.name, unmet)
     assert_counts_match_kcat(cluster, scenario, output)
 
     if schedule_of(scenario) == "shared-faults":

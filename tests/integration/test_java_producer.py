@@ -155,7 +155,7 @@ def test_each_one_node_producer_scenario_meets_its_file_on_the_java_client(name,
     ensure_java_roles()
     scenario = with_client(load_scenario(JAVA_SCENARIOS[name]), "java")
     output = run_scenario(scenario, cluster1)
-    assert not scenario.unmet_expectations(output["results"]), name
+    assert not (unmet := scenario.unmet_expectations(output["results"])), (name, unmet)
     assert_counts_equal_kcats(cluster1, output, scenario.workload.messages)
     for level in scenario.levels:
         assert producer_start(output, level)["client"] == "java"

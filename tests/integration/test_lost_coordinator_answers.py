@@ -37,7 +37,7 @@ def test_the_replacement_starts_where_the_coordinator_says(name, cluster1):
     scenario = load_scenario(path)
     output = run_judged_three_ways(scenario, cluster1, path.read_text()).output  # Spark agrees
     [(level, result)] = output["results"].items()
-    assert not scenario.unmet_expectations(output["results"]), name
+    assert not (unmet := scenario.unmet_expectations(output["results"])), (name, unmet)
 
     ids = [
         json.loads(v)["id"]

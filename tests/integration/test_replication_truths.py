@@ -42,7 +42,7 @@ def _judged(name: str, cluster: Any, *, trust_the_follower: bool = False) -> Jud
         assert result["delivered"] == len(Counter(ids))
         assert result["duplicates"] == len(ids) - len(Counter(ids))
         assert result["lost"] == scenario.workload.messages - len(Counter(ids))
-    assert not scenario.unmet_expectations(output["results"]), name
+    assert not (unmet := scenario.unmet_expectations(output["results"])), (name, unmet)
     return judged
 
 

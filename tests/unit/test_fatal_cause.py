@@ -1,4 +1,5 @@
-"""A fenced static member's commit fails as _FATAL; its cause comes later, by error_cb."""
+"""A fenced static member's commit fails as _FATAL; its cause comes later, as the error of the
+consumer's next poll (tests/integration/test_fatal_cause.py shows it on a real broker)."""
 
 from confluent_kafka import KafkaError
 
@@ -13,32 +14,38 @@ CAUSE = KafkaError(
 )
 
 
+class ErrorMessage:
+    """What confluent_kafka's poll returns for an error event: a message carrying it."""
+
+    def error(self) -> KafkaError:
+        return CAUSE
+
+
 class QueuedCause:
-    """A consumer whose queued error_cb call is served by its own poll, as librdkafka's is."""
+    """A consumer whose fatal cause is queued behind `after_polls - 1` empty polls."""
 
-    def __init__(self, error_cb: FatalErrors, after_polls: int) -> None:
-        self.error_cb, self.after_polls, self.polls = error_cb, after_polls, 0
+    def __init__(self, after_polls: int) -> None:
+        self.after_polls, self.polls = after_polls, 0
 
-    def poll(self, timeout: float) -> None:
+    def poll(self, timeout: float) -> ErrorMessage | None:
         self.polls += 1
-        if self.polls == self.after_polls:
-            self.error_cb(CAUSE)
+        return ErrorMessage() if self.polls == self.after_polls else None
 
 
 def test_the_cause_is_served_from_the_consumer_and_reads_as_fenced():
     fatal = FatalErrors()
-    fatal.await_cause(QueuedCause(fatal, after_polls=3))
+    fatal.await_cause(QueuedCause(after_polls=3))
     assert fatal.classify(FATAL) == ("fenced", CAUSE)
 
 
 def test_without_the_consumers_poll_the_same_failure_reads_as_an_error():
     fatal = FatalErrors()  # the cause is still queued: nobody polled the consumer
-    QueuedCause(fatal, after_polls=3)
+    QueuedCause(after_polls=3)
     assert fatal.classify(FATAL)[0] == "error"
 
 
 def test_a_cause_that_never_comes_ends_the_wait():
     fatal = FatalErrors()
-    consumer = QueuedCause(fatal, after_polls=10**9)
+    consumer = QueuedCause(after_polls=10**9)
     fatal.await_cause(consumer, timeout_s=0.3)
     assert fatal.classify(FATAL)[0] == "error" and consumer.polls >= 2
