@@ -52,11 +52,12 @@ def is_fatal(error: KafkaError) -> bool:
 
 
 class FatalErrors:
-    """Collects librdkafka's fatal errors through error_cb.
+    """Collects librdkafka's fatal errors: through error_cb, or a consumer's poll (await_cause).
 
     When a producer is fenced, the call that fails may only say "Local: Fatal error"; the
-    fatal error itself (for example _FENCED) is reported through error_cb. Keeping it lets
-    a role say *why* it stopped.
+    fatal error itself (for example _FENCED) is reported through error_cb. A fenced static
+    consumer's cause comes as the error of its next poll. Keeping it lets a role say *why*
+    it stopped.
     """
 
     def __init__(self) -> None:
