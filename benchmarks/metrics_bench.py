@@ -682,10 +682,9 @@ def merge_rows(old_block: str, new_block: str, note: str) -> str:
     # A note for the same sizes, from an earlier partial run, says when rows were measured
     # that this run has just replaced: it goes, with the blank line after it.
     same_sizes = note.split(MEASURED_AGAIN)[0] + MEASURED_AGAIN if MEASURED_AGAIN in note else None
-    while same_sizes and (
-        old := [i for i, line in enumerate(lines) if line.startswith(same_sizes)]
-    ):
-        del lines[old[0] : old[0] + (2 if lines[old[0] + 1 : old[0] + 2] == [""] else 1)]
+    stale = {i for i, line in enumerate(lines) if same_sizes and line.startswith(same_sizes)}
+    stale |= {i + 1 for i in stale if lines[i + 1 : i + 2] == [""]}
+    lines = [line for i, line in enumerate(lines) if i not in stale]
     at_end = lines.index(END)
     lines[at_end:at_end] = [note, ""]
     return "\n".join(lines)

@@ -270,7 +270,7 @@ WITH record_facts AS (
     GROUP BY 1, 2
 ), judged AS (
     -- group_committed has a row per level and partition, but Spark sizes it by the
-    -- history it reads: past 10 MB of history it chose a sort-merge join, which shuffled
+    -- history it reads: past its 10 MB size estimate it chose a sort-merge join, which shuffled
     -- every fact by a partition that is NULL for all but a pipeline's ids, so one task
     -- sorted them all (18 s of 79 s at 10M messages, benchmarks/METRICS.md).
     SELECT /*+ BROADCAST(g) */ f.*, coalesce(f.in_offset >= g.committed, FALSE) AS pending

@@ -24,6 +24,7 @@ import json
 import math
 import os
 import random
+import re
 import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -35,7 +36,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from engine.metrics.inputs import HISTORY_SCHEMA, KAFKA_SCHEMA, LevelSpec
-from engine.metrics.summary import judge, verdict_rows
+from engine.metrics.summary import Judged, judge, verdict_rows
 from tests.metrics import reference
 
 SETTINGS = settings(
@@ -86,13 +87,14 @@ def history_rows(events: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
     return [tuple(e.get(n) for n in names) for e in events]
 
 
-def run_spark(spark: Any, run: Synthetic) -> tuple[dict[str, Any], dict[str, Any]]:
+def judged_by_spark(spark: Any, run: Synthetic) -> Judged:
+    """Spark's judgement of a synthetic run; the caller releases it."""
     history_schema = "level string, " + ", ".join(
         f"{f.name} {f.dataType.simpleString()}" for f in HISTORY_SCHEMA.fields
     )
     # engine.history.merge sorts every run's events by time; so do the synthetic ones.
     events = sorted(run.history, key=lambda e: e["t"])
-    judged = judge(
+    return judge(
         uncommitted=spark.createDataFrame(run.uncommitted, KAFKA_SCHEMA),
         committed=spark.createDataFrame(run.committed, KAFKA_SCHEMA),
         history=spark.createDataFrame(history_rows(events), history_schema),
@@ -101,6 +103,10 @@ def run_spark(spark: Any, run: Synthetic) -> tuple[dict[str, Any], dict[str, Any
         ranks=run.ranks,
         collect_rows=run.collect_rows,
     )
+
+
+def run_spark(spark: Any, run: Synthetic) -> tuple[dict[str, Any], dict[str, Any]]:
+    judged = judged_by_spark(spark, run)
     try:
         return judged.results, verdict_rows(judged)
     finally:
@@ -593,16 +599,7 @@ def _pipeline_run() -> Synthetic:
 
 def _physical_plans(spark: Any, run: Synthetic) -> tuple[str, str, dict[str, Any]]:
     """The physical plans of a judgement's cached positions and facts, and its results."""
-    history_schema = "level string, " + ", ".join(
-        f"{f.name} {f.dataType.simpleString()}" for f in HISTORY_SCHEMA.fields
-    )
-    judged = judge(
-        uncommitted=spark.createDataFrame(run.uncommitted, KAFKA_SCHEMA),
-        committed=spark.createDataFrame(run.committed, KAFKA_SCHEMA),
-        history=spark.createDataFrame(history_rows(run.history), history_schema),
-        levels=run.levels,
-        messages=run.messages,
-    )
+    judged = judged_by_spark(spark, run)
     try:
         plans = [
             frame._jdf.queryExecution().executedPlan().toString()
@@ -635,8 +632,6 @@ def test_the_facts_shuffle_runs_in_whole_rounds_of_the_task_slots(spark, monkeyp
     """The facts are shuffled by id into tasks of one size, as many as fill the session's
     task slots (2 here) in whole rounds; the positions keep the count asked for, since their
     few keys land where their hash puts them."""
-    import re
-
     monkeypatch.setenv("LAB_SPARK_SHUFFLE_PARTITIONS", "3")
     run = _pipeline_run()
     records_plan, facts_plan, results = _physical_plans(spark, run)
