@@ -134,8 +134,12 @@ def test_a_leader_that_shuts_down_cleanly_answers_not_leader_and_the_retry_store
         assert answers[0]["node"] == leader, level
         new_leaders = {f["leader"] for f in _kinds(faults, "isr")} - {leader}
         assert {a["node"] for a in answers} <= {leader} | new_leaders, level
-        # Several requests were in flight (batch: true), and the old leader answered each.
-        assert len([a for a in answers if a["node"] == leader]) >= 2, level
+        # Several requests were in flight (batch: true) and were answered together: by the
+        # old leader (5 or 6 in 17 of 18 runs of the fresh-clone CIs), or, when the old leader
+        # had one request in flight as it stopped leading, by the new one before it had
+        # applied its election (1 and 6 in the 18th).
+        together = Counter(a["node"] for a in answers)
+        assert max(together.values()) >= 2, (level, together)
         assert result["lost"] == 0, level
         if level == "idempotent-only":
             assert (result["duplicates"], result["reordered"]) == (0, 0), level
