@@ -58,10 +58,10 @@ def network_state() -> tuple[object, ...]:
 def wait_for_quiet_network(quiet_s: float, timeout: float) -> None:
     """Wait until the host's addresses have not changed for quiet_s.
 
-    Chromium aborts every request in flight when an address on the host changes
-    (ERR_NETWORK_CHANGED). `docker compose up` adds a bridge and a veth per container, and
-    their IPv6 addresses settle a second or two later: a page loaded then lost its scripts
-    and stayed blank (test-artifacts/docker-dashboard-browser.log kept the failures).
+    Chromium fails requests in flight (ERR_NETWORK_CHANGED) when it sees the host's network
+    change. `docker compose up` adds a bridge and a veth per container, whose addresses
+    settle a second or two later: a page loaded then lost its scripts and stayed blank
+    (test-artifacts/docker-dashboard-browser.log kept the failures; docs/testing.md).
     """
     deadline = time.monotonic() + timeout
     last, since = network_state(), time.monotonic()
@@ -91,9 +91,9 @@ def compose_lab(docker_env) -> Iterator[str]:
     run_compose(COMPOSE_FILE, ["up", "-d", "--no-build"], timeout=600)
     try:
         wait_for_health(timeout=180)
-        wait_for_quiet_network(quiet_s=3, timeout=60)
         docker_env.timed("docker compose up (whole file) until the dashboard answers",
                          time.monotonic() - began)  # fmt: skip
+        wait_for_quiet_network(quiet_s=3, timeout=60)
         yield URL
     finally:
         dashboard = docker_env.client.containers.list(

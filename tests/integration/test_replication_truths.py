@@ -135,7 +135,7 @@ def test_a_leader_that_shuts_down_cleanly_answers_not_leader_and_the_retry_store
         new_leaders = {f["leader"] for f in _kinds(faults, "isr")} - {leader}
         assert {a["node"] for a in answers} <= {leader} | new_leaders, level
         # Several requests were in flight (batch: true) and were answered together: by the
-        # old leader (5 or 6 in 17 of 18 runs of the fresh-clone CIs), or, when the old leader
+        # old leader (5 or 6 in 17 of 18 runs kept from the test sessions), or, when the old leader
         # had one request in flight as it stopped leading, by the new one before it had
         # applied its election (1 and 6 in the 18th).
         together = Counter(a["node"] for a in answers)

@@ -40,7 +40,6 @@ def test_the_cause_is_served_from_the_consumer_and_reads_as_fenced():
 
 def test_without_the_consumers_poll_the_same_failure_reads_as_an_error():
     fatal = FatalErrors()  # the cause is still queued: nobody polled the consumer
-    QueuedCause(after_polls=3)
     assert fatal.classify(FATAL)[0] == "error"
 
 
