@@ -18,6 +18,7 @@ from engine.metrics.inputs import (
     read_kafka,
 )
 from engine.metrics.summary import judge, verdict_rows
+from engine.roles.common import value_maker
 
 WARM_UP_ROUNDS = 3
 # Ids per made-up level: a class's run has 3,000 (4 levels). The rows must be that many for
@@ -85,8 +86,13 @@ def warm_up_judgement(
                 judged.release()
 
 
+# The warm-up's values have the shape of the lab's own (engine.metrics.sql._value_sql reads
+# that shape its own way): a run's first judgement then finds that way's code compiled.
+_lab_value = value_maker("warm-up", "warm-up", "producer")
+
+
 def _value(i: int) -> bytes:
-    return json.dumps({"id": i, "created_at": 1.0 + i}).encode()
+    return _lab_value(i)
 
 
 def _made_up_records(spark: SparkSession, ids: int) -> DataFrame:
@@ -99,8 +105,9 @@ def _made_up_records(spark: SparkSession, ids: int) -> DataFrame:
             f"element_at(array({topics}), CAST(id DIV {ids} + 1 AS INT)) AS topic",
             "0 AS `partition`",
             f"id % {ids} AS `offset`",
-            f"CAST(to_json(named_struct('id', id % {ids}, 'created_at', 1.0D + id % {ids}))"
-            " AS BINARY) AS value",
+            # value_maker's shape, as _value's
+            f"""CAST(concat('{{"id":', id % {ids}, ',"created_at":', 1.0D + id % {ids},"""
+            """ ',"run":"warm-up","level":"warm-up","by":"producer"}') AS BINARY) AS value""",
         )
         .select(*(f.name for f in KAFKA_SCHEMA.fields))
     )

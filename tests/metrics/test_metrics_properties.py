@@ -527,21 +527,31 @@ def test_the_warm_up_judges_a_run_of_a_class_size_read_as_a_real_one(spark, monk
     """The made-up run is as big as a class's (4 levels x 3,000 ids) and its history comes
     from history.jsonl files through read_history, as a real run's does: a session's first
     real judgement then finds its per-row code hot (benchmarks/METRICS.md)."""
-    from engine.metrics import warm_up
+    from engine.metrics import sql, warm_up
 
-    judged: list[tuple[int, int, list[str]]] = []
+    judged: list[tuple[int, int, list[str], tuple[int, int]]] = []
     real_judge = warm_up.judge
 
     def spy(**kwargs: Any) -> Any:
         history_files = kwargs["history"].inputFiles()
-        judged.append((len(kwargs["levels"]), kwargs["messages"], history_files))
+        # How many values have the shape of the lab's own, which the judgement reads its
+        # own way (sql._value_sql): that way's code is warmed up too.
+        shaped = sql.run_sql(
+            spark,
+            "SELECT count_if(CAST(value AS STRING) RLIKE "
+            f"{sql._sql_str(sql._MADE_BY_THE_LAB)}), count(1) FROM {{records}}",
+            records=kwargs["uncommitted"],
+        ).collect()[0]
+        judged.append((len(kwargs["levels"]), kwargs["messages"], history_files, tuple(shaped)))
         return real_judge(**kwargs)
 
     monkeypatch.setattr(warm_up, "judge", spy)
     warm_up.warm_up_judgement(spark, rounds=1)
-    [(levels, messages, files)] = judged
+    [(levels, messages, files, (shaped, values))] = judged
     assert (levels, messages >= 3_000) == (4, True), (levels, messages)
     assert sorted(Path(f).name for f in files) == ["history.jsonl"] * 4
+    assert shaped == values > 0
+    assert re.fullmatch(sql._MADE_BY_THE_LAB.replace("\\z", "$"), warm_up._value(7).decode())
 
 
 def test_inputs_past_the_groups_committed_offset_are_not_processed_yet(spark) -> None:
