@@ -50,29 +50,29 @@ def warm_up_judgement(
     several times longer than later ones. The dashboard runs this in the background right
     after Spark starts; its results are thrown away. The made-up run is read as a real one
     is: its records shaped as Spark's Kafka source gives them, its history from files laid
-    out as in a run folder (read_history). With `bootstrap`, the last round reads a few
-    made-up records from a small topic of that cluster (WARM_UP_TOPIC, written once)
-    instead, so that Spark's Kafka source is warm too.
+    out as in a run folder (read_history). With `bootstrap`, the last round reads its
+    records through Spark's Kafka source instead, from a topic of that cluster written once
+    (WARM_UP_TOPIC): as many records in as many partitions as a class's run's topics hold,
+    so that the Kafka source's per-record code is compiled too.
     """
     records = _made_up_records(spark, ids)
     with tempfile.TemporaryDirectory(prefix="lab-warm-up-") as folder:
         history = read_history(spark, _write_made_up_history(Path(folder), ids))
         views = [(records, records, _LEVELS, ids)] * rounds
         if bootstrap:
-            few = 20
-            _write_warm_up_topic(bootstrap, [_value(i) for i in range(few)])
+            _write_warm_up_topic(bootstrap, [_value(i) for i in range(ids)])
             from_kafka = [LevelSpec(_LEVELS[0].level, WARM_UP_TOPIC, _LEVELS[0].isolation)]
             views[-1] = (
                 read_kafka(spark, bootstrap, [WARM_UP_TOPIC], "read_uncommitted"),
                 read_kafka(spark, bootstrap, [WARM_UP_TOPIC], "read_committed"),
                 from_kafka,
-                few,
+                ids,
             )
         for uncommitted, committed, levels, messages in views:
             judged = judge(
                 uncommitted=uncommitted,
                 committed=committed,
-                # The Kafka round judges `few` ids: the history of those only, as a run's.
+                # The Kafka round's one level: the history of its ids only, as a run's.
                 history=history.where(
                     history["level"].isin([s.level for s in levels]) & (history["id"] < messages)
                 ),
@@ -133,17 +133,21 @@ def _write_made_up_history(folder: Path, ids: int) -> dict[str, Path]:
     return paths
 
 
-WARM_UP_TOPIC = "lab.metrics.warm-up"
+# A class's run reads 4 topics of one partition each (ack-loss): 4 partitions here, each
+# holding every value, give the Kafka source as many tasks and records. The name changed
+# with the size: a cluster keeps the earlier topic of 20 records, which is not read.
+WARM_UP_TOPIC = "lab.metrics.warm-up.class-size"
+WARM_UP_PARTITIONS = len(_LEVELS)
 
 
 def _write_warm_up_topic(bootstrap: str, values: Sequence[bytes]) -> None:
-    """Create WARM_UP_TOPIC with `values` unless it already holds records."""
+    """Create WARM_UP_TOPIC with `values` in each partition unless it already holds records."""
     from confluent_kafka import Consumer, Producer, TopicPartition
 
     from engine.kafka.admin import admin_client, create_topic
 
     if WARM_UP_TOPIC not in admin_client(bootstrap).list_topics(timeout=10).topics:
-        create_topic(bootstrap, WARM_UP_TOPIC)
+        create_topic(bootstrap, WARM_UP_TOPIC, partitions=WARM_UP_PARTITIONS)
     probe = Consumer({"bootstrap.servers": bootstrap, "group.id": "lab-metrics-warm-up"})
     try:
         _, high = probe.get_watermark_offsets(TopicPartition(WARM_UP_TOPIC, 0), timeout=10)
@@ -152,8 +156,9 @@ def _write_warm_up_topic(bootstrap: str, values: Sequence[bytes]) -> None:
     if high > 0:
         return
     producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True})
-    for v in values:
-        producer.produce(WARM_UP_TOPIC, v, partition=0)
+    for partition in range(WARM_UP_PARTITIONS):
+        for v in values:
+            producer.produce(WARM_UP_TOPIC, v, partition=partition)
     undelivered = producer.flush(30)
     if undelivered:
         raise MetricsError(f"{undelivered} warm-up records were not delivered to {bootstrap}.")

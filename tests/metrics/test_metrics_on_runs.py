@@ -214,12 +214,17 @@ def test_a_big_run_is_computed_in_a_process_of_its_own(runs, monkeypatch) -> Non
 
 def test_the_warm_up_reads_its_records_from_kafka_once_written(spark, cluster1) -> None:
     """The dashboard's warm-up also judges records read through Spark's Kafka source, from
-    a small topic it writes once; a second warm-up reuses it and leaves nothing cached."""
-    from engine.metrics.warm_up import WARM_UP_TOPIC, warm_up_judgement
+    a topic of a class's run's size it writes once (every id in each of 4 partitions, as
+    a run's 4 topics of one partition); a second warm-up reuses it and leaves nothing
+    cached."""
+    from engine.metrics.warm_up import WARM_UP_IDS, WARM_UP_TOPIC, warm_up_judgement
 
     cached_before = len(spark.sparkContext._jsc.getPersistentRDDs())
     for _ in range(2):
         warm_up_judgement(spark, rounds=1, bootstrap=cluster1.direct_bootstrap)
     rows = raw_rows(cluster1.direct_bootstrap, WARM_UP_TOPIC, "read_committed")
-    assert [json.loads(v)["id"] for _, _, _, v in rows] == list(range(20))
+    for partition in range(4):
+        ids = [json.loads(v)["id"] for _, p, _, v in sorted(rows) if p == partition]
+        assert ids == list(range(WARM_UP_IDS)), partition
+    assert len(rows) == 4 * WARM_UP_IDS
     assert len(spark.sparkContext._jsc.getPersistentRDDs()) == cached_before
