@@ -125,3 +125,62 @@ class Tail:
                 except json.JSONDecodeError:
                     continue
         return out
+
+
+# ---- a columnar copy for Spark ---------------------------------------------------------
+# The fields of an event that Spark's judgement reads (engine.metrics.inputs.HISTORY_SCHEMA).
+HISTORY_FIELDS = ("t", "proc", "ev", "id", "ids", "partition", "offset")
+_INT32, _INT64 = 2**31, 2**63
+
+
+def _whole(value: Any, limit: int) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and -limit <= value < limit
+
+
+def _fits(field: str, value: Any) -> bool:
+    """Whether Spark's JSON reading gives `value` as it is in the field's column."""
+    if value is None:
+        return True
+    if field == "t":  # NaN and infinities too: JSON reading gives them back as they are
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    if field in ("proc", "ev"):
+        return isinstance(value, str)
+    if field == "partition":
+        return _whole(value, _INT32)
+    if field in ("id", "offset"):
+        return _whole(value, _INT64)
+    return isinstance(value, list) and all(_whole(v, _INT64) for v in value)  # ids
+
+
+def write_columns(history: list[dict[str, Any]], path: Path) -> bool:
+    """Write the fields Spark reads of `history` to a Parquet file at `path`.
+
+    Spark parses a level's history.jsonl three times per judgement; from this copy a class's
+    run's judgement took 0.97 s against 1.26 s (benchmarks/METRICS.md). Only when every
+    field of every event has the type its column holds (JSON reading turns a value of
+    another type into null, or a number into text for a text column): otherwise no copy is
+    written, an earlier one is removed, and Spark reads the JSON. Returns whether the copy
+    was written.
+    """
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    types = {
+        "t": pa.float64(),
+        "proc": pa.string(),
+        "ev": pa.string(),
+        "id": pa.int64(),
+        "ids": pa.list_(pa.int64()),
+        "partition": pa.int32(),
+        "offset": pa.int64(),
+    }
+    columns: dict[str, list[Any]] = {field: [] for field in HISTORY_FIELDS}
+    for event in history:
+        for field in HISTORY_FIELDS:
+            value = event.get(field)
+            if not _fits(field, value):
+                path.unlink(missing_ok=True)
+                return False
+            columns[field].append(float(value) if field == "t" and value is not None else value)
+    pq.write_table(pa.table({f: pa.array(v, types[f]) for f, v in columns.items()}), path)
+    return True

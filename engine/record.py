@@ -33,6 +33,7 @@ import yaml
 from engine import leash, paths, settings
 from engine.checker import Verdict, verdicts_to_rows
 from engine.errors import LabError
+from engine.history import write_columns
 from engine.judge import LevelResult, LevelSettings, ReadBack
 from engine.levels import LEVELS
 
@@ -47,6 +48,8 @@ METRICS = "metrics.json"
 LEVELS_DIR = "levels"
 # In levels/LEVEL/: written at the end, from every process's own history file.
 HISTORY = "history.jsonl"
+# The same history's fields that Spark reads, as Parquet (engine.history.write_columns).
+HISTORY_COLUMNS = "history.parquet"
 VERDICTS = "verdicts.json"
 STORED = "stored.json"  # what was read back (engine.judge.ReadBack)
 LEVEL_SETTINGS = "settings.json"  # how the level was run (engine.judge.LevelSettings)
@@ -102,6 +105,7 @@ def write_level(
 ) -> None:
     """Keep what a level was judged from, and its verdicts: enough to judge it again."""
     (level_dir / HISTORY).write_text("".join(json.dumps(e) + "\n" for e in history))
+    write_columns(history, level_dir / HISTORY_COLUMNS)
     (level_dir / VERDICTS).write_text(json.dumps(verdicts_to_rows(verdicts)))
     (level_dir / STORED).write_text(json.dumps(read.to_json()))
     (level_dir / LEVEL_SETTINGS).write_text(json.dumps(settings.to_json()))

@@ -117,6 +117,7 @@ def _write_made_up_history(folder: Path, ids: int) -> dict[str, Path]:
     """Each made-up level's merged history file, laid out as in a run folder
     (engine.record): every id sent, acknowledged and consumed, as a run's roles record it."""
     from engine import record
+    from engine.history import read_jsonl, write_columns
 
     paths = {}
     for spec in _LEVELS:
@@ -129,6 +130,8 @@ def _write_made_up_history(folder: Path, ids: int) -> dict[str, Path]:
                     out.write("\n")
                 out.write(json.dumps({"t": 1.2 + i, "proc": "sink", "ev": "consumed", "id": i}))
                 out.write("\n")
+        # Its columnar copy too, as a run's level writes it (engine.record.write_level).
+        write_columns(read_jsonl(path), path.with_name(record.HISTORY_COLUMNS))
         paths[spec.level] = path
     return paths
 

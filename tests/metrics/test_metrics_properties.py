@@ -525,7 +525,7 @@ def test_the_dashboards_warm_up_judges_a_made_up_run_before_the_session_is_hande
 
 def test_the_warm_up_judges_a_run_of_a_class_size_read_as_a_real_one(spark, monkeypatch) -> None:
     """The made-up run is as big as a class's (4 levels x 3,000 ids) and its history comes
-    from history.jsonl files through read_history, as a real run's does: a session's first
+    from a run folder's files through read_history, as a real run's does: a session's first
     real judgement then finds its per-row code hot (benchmarks/METRICS.md)."""
     from engine.metrics import sql, warm_up
 
@@ -549,7 +549,8 @@ def test_the_warm_up_judges_a_run_of_a_class_size_read_as_a_real_one(spark, monk
     warm_up.warm_up_judgement(spark, rounds=1)
     [(levels, messages, files, (shaped, values))] = judged
     assert (levels, messages >= 3_000) == (4, True), (levels, messages)
-    assert sorted(Path(f).name for f in files) == ["history.jsonl"] * 4
+    # Read from each level's columnar copy, as a run's recorded since it has one.
+    assert sorted(Path(f).name for f in files) == ["history.parquet"] * 4
     assert shaped == values > 0
     assert re.fullmatch(sql._MADE_BY_THE_LAB.replace("\\z", "$"), warm_up._value(7).decode())
 
