@@ -128,9 +128,29 @@ class Tail:
 
 
 # ---- a columnar copy for Spark ---------------------------------------------------------
-# The fields of an event that Spark's judgement reads (engine.metrics.inputs.HISTORY_SCHEMA).
-HISTORY_FIELDS = ("t", "proc", "ev", "id", "ids", "partition", "offset")
 _INT32, _INT64 = 2**31, 2**63
+
+
+def history_columns() -> Any:
+    """The fields of an event that Spark's judgement reads, with their types: the schema of
+    the Parquet copy (write_columns), and the one Spark reads the JSON with
+    (engine.metrics.inputs.HISTORY_SCHEMA). Every other field of an event is ignored."""
+    import pyarrow as pa
+
+    return pa.schema(
+        [
+            ("t", pa.float64()),
+            ("proc", pa.string()),
+            ("ev", pa.string()),
+            ("id", pa.int64()),
+            ("ids", pa.list_(pa.int64())),
+            # A source's ack: where the input landed; the runner's group_committed: where
+            # the processor's group stood at the end (an input at or past it is not
+            # processed yet).
+            ("partition", pa.int32()),
+            ("offset", pa.int64()),
+        ]
+    )
 
 
 def _whole(value: Any, limit: int) -> bool:
@@ -165,22 +185,14 @@ def write_columns(history: list[dict[str, Any]], path: Path) -> bool:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    types = {
-        "t": pa.float64(),
-        "proc": pa.string(),
-        "ev": pa.string(),
-        "id": pa.int64(),
-        "ids": pa.list_(pa.int64()),
-        "partition": pa.int32(),
-        "offset": pa.int64(),
-    }
-    columns: dict[str, list[Any]] = {field: [] for field in HISTORY_FIELDS}
+    schema = history_columns()
+    columns: dict[str, list[Any]] = {field: [] for field in schema.names}
     for event in history:
-        for field in HISTORY_FIELDS:
+        for field, values in columns.items():
             value = event.get(field)
             if not _fits(field, value):
                 path.unlink(missing_ok=True)
                 return False
-            columns[field].append(float(value) if field == "t" and value is not None else value)
-    pq.write_table(pa.table({f: pa.array(v, types[f]) for f, v in columns.items()}), path)
+            values.append(float(value) if field == "t" and value is not None else value)
+    pq.write_table(pa.table(columns, schema=schema), path)
     return True

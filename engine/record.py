@@ -96,6 +96,12 @@ def process_history(level_dir: Path, instance: str) -> Path:
     return level_dir / f"{instance.replace('#', '-')}.jsonl"
 
 
+def write_history(level_dir: Path, history: list[dict[str, Any]]) -> None:
+    """A level's merged history as history.jsonl, and the Parquet copy Spark reads."""
+    (level_dir / HISTORY).write_text("".join(json.dumps(e) + "\n" for e in history))
+    write_columns(history, level_dir / HISTORY_COLUMNS)
+
+
 def write_level(
     level_dir: Path,
     history: list[dict[str, Any]],
@@ -104,8 +110,7 @@ def write_level(
     settings: LevelSettings,
 ) -> None:
     """Keep what a level was judged from, and its verdicts: enough to judge it again."""
-    (level_dir / HISTORY).write_text("".join(json.dumps(e) + "\n" for e in history))
-    write_columns(history, level_dir / HISTORY_COLUMNS)
+    write_history(level_dir, history)
     (level_dir / VERDICTS).write_text(json.dumps(verdicts_to_rows(verdicts)))
     (level_dir / STORED).write_text(json.dumps(read.to_json()))
     (level_dir / LEVEL_SETTINGS).write_text(json.dumps(settings.to_json()))

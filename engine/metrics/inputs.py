@@ -13,9 +13,11 @@ from typing import Any
 from pyspark.sql import DataFrame, DataFrameReader, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
+from pyspark.sql.pandas.types import from_arrow_schema
 
 from engine import record
 from engine.errors import LabError
+from engine.history import history_columns
 
 # The columns of Spark's Kafka source that the job uses, with the source's own types.
 KAFKA_SCHEMA = T.StructType(
@@ -29,20 +31,9 @@ KAFKA_SCHEMA = T.StructType(
 VALUE_SCHEMA = T.StructType(
     [T.StructField("id", T.LongType()), T.StructField("created_at", T.DoubleType())]
 )
-# The history fields the definitions use; every other field of an event is ignored.
-HISTORY_SCHEMA = T.StructType(
-    [
-        T.StructField("t", T.DoubleType()),
-        T.StructField("proc", T.StringType()),
-        T.StructField("ev", T.StringType()),
-        T.StructField("id", T.LongType()),
-        T.StructField("ids", T.ArrayType(T.LongType())),
-        # A source's ack: where the input landed; the runner's group_committed: where the
-        # processor's group stood at the end (an input at or past it is not processed yet).
-        T.StructField("partition", T.IntegerType()),
-        T.StructField("offset", T.LongType()),
-    ]
-)
+# The history fields the definitions use, as the lab writes their Parquet copy
+# (engine.history.history_columns: one list of fields and types for both ways of reading).
+HISTORY_SCHEMA = from_arrow_schema(history_columns())
 PRODUCER_PROCS = ("producer", "source")  # as engine.runner passes them to the checker
 SINK_PROC = "sink"
 PERCENTILES = list(range(101))  # the latency distribution: nearest-rank q = 0..100
@@ -173,16 +164,16 @@ def read_history(spark: SparkSession, history_paths: Mapping[str, Path]) -> Data
     missing = [str(p) for p in history_paths.values() if not Path(p).exists()]
     if missing:
         raise record.CorruptRunError(f"The run's history is missing: {', '.join(missing)}.")
-    files = [Path(p).with_name(record.HISTORY_COLUMNS) for p in history_paths.values()]
+    copies = [str(Path(p).with_name(record.HISTORY_COLUMNS)) for p in history_paths.values()]
     reader = spark.read.schema(HISTORY_SCHEMA)
-    if all(f.exists() for f in files):
-        frame = reader.parquet(*[str(f) for f in files])
+    if all(Path(c).exists() for c in copies):
+        frame, name = reader.parquet(*copies), record.HISTORY_COLUMNS
     else:
-        files = [Path(p) for p in history_paths.values()]
-        frame = reader.json([str(f) for f in files])
+        frame, name = reader.json([str(p) for p in history_paths.values()]), record.HISTORY
     # The level is the name of the folder above the file (levels/LEVEL/).
-    name = re.escape(files[0].name) if files else ""
-    level = F.regexp_extract(F.col("_metadata.file_path"), rf"/levels/([^/]+)/{name}$", 1)
+    level = F.regexp_extract(
+        F.col("_metadata.file_path"), rf"/levels/([^/]+)/{re.escape(name)}$", 1
+    )
     return frame.select(level.alias("level"), "t", "proc", "ev", "id", "ids", "partition", "offset")
 
 

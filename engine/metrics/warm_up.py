@@ -3,7 +3,6 @@ that a session's first real judgement is not the slow one."""
 
 from __future__ import annotations
 
-import json
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
@@ -88,11 +87,7 @@ def warm_up_judgement(
 
 # The warm-up's values have the shape of the lab's own (engine.metrics.sql._value_sql reads
 # that shape its own way): a run's first judgement then finds that way's code compiled.
-_lab_value = value_maker("warm-up", "warm-up", "producer")
-
-
-def _value(i: int) -> bytes:
-    return _lab_value(i)
+_value = value_maker("warm-up", "warm-up", "producer")
 
 
 def _made_up_records(spark: SparkSession, ids: int) -> DataFrame:
@@ -117,22 +112,22 @@ def _write_made_up_history(folder: Path, ids: int) -> dict[str, Path]:
     """Each made-up level's merged history file, laid out as in a run folder
     (engine.record): every id sent, acknowledged and consumed, as a run's roles record it."""
     from engine import record
-    from engine.history import read_jsonl, write_columns
 
+    events = [
+        {"t": 1.0 + i + dt, "proc": proc, "ev": ev, "id": i}
+        for i in range(ids)
+        for dt, proc, ev in (
+            (0.0, "producer", "send"),
+            (0.1, "producer", "ack"),
+            (0.2, "sink", "consumed"),
+        )
+    ]
     paths = {}
     for spec in _LEVELS:
-        path = record.level_folder(folder, spec.level) / record.HISTORY
-        path.parent.mkdir(parents=True)
-        with path.open("w") as out:
-            for i in range(ids):
-                for dt, proc, ev in ((0.0, "producer", "send"), (0.1, "producer", "ack")):
-                    out.write(json.dumps({"t": 1.0 + i + dt, "proc": proc, "ev": ev, "id": i}))
-                    out.write("\n")
-                out.write(json.dumps({"t": 1.2 + i, "proc": "sink", "ev": "consumed", "id": i}))
-                out.write("\n")
-        # Its columnar copy too, as a run's level writes it (engine.record.write_level).
-        write_columns(read_jsonl(path), path.with_name(record.HISTORY_COLUMNS))
-        paths[spec.level] = path
+        level_dir = record.level_folder(folder, spec.level)
+        level_dir.mkdir(parents=True)
+        record.write_history(level_dir, events)  # and its Parquet copy, as a run's level
+        paths[spec.level] = level_dir / record.HISTORY
     return paths
 
 
