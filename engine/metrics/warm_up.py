@@ -4,8 +4,10 @@ that a session's first real judgement is not the slow one."""
 from __future__ import annotations
 
 import tempfile
+import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 
@@ -148,7 +150,7 @@ def _write_warm_up_topic(bootstrap: str, values: Sequence[bytes]) -> None:
         create_topic(bootstrap, WARM_UP_TOPIC, partitions=WARM_UP_PARTITIONS)
     probe = Consumer({"bootstrap.servers": bootstrap, "group.id": "lab-metrics-warm-up"})
     try:
-        _, high = probe.get_watermark_offsets(TopicPartition(WARM_UP_TOPIC, 0), timeout=10)
+        high = high_watermark(probe, TopicPartition(WARM_UP_TOPIC, 0))
     finally:
         probe.close()
     if high > 0:
@@ -160,3 +162,34 @@ def _write_warm_up_topic(bootstrap: str, values: Sequence[bytes]) -> None:
     undelivered = producer.flush(30)
     if undelivered:
         raise MetricsError(f"{undelivered} warm-up records were not delivered to {bootstrap}.")
+
+
+# What a partition's leader answers for a moment after the topic is made: the metadata
+# names the leader once the controller chose it, and the broker serves the partition once
+# it has applied that choice itself (seen here: NOT_LEADER_FOR_PARTITION from a new
+# cluster's warm-up, right after create_topic saw every partition's leader).
+_NOT_SERVED_YET = frozenset(
+    (
+        "NOT_LEADER_FOR_PARTITION",
+        "LEADER_NOT_AVAILABLE",
+        "UNKNOWN_TOPIC_OR_PART",
+        "_UNKNOWN_PARTITION",
+    )
+)
+
+
+def high_watermark(consumer: Any, partition: Any, timeout_s: float = 10.0) -> int:
+    """The partition's high watermark (confluent_kafka Consumer, TopicPartition), asked
+    again while its leader does not serve it yet, up to `timeout_s`."""
+    from confluent_kafka import KafkaError, KafkaException
+
+    not_served = {getattr(KafkaError, name) for name in _NOT_SERVED_YET}
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            _, high = consumer.get_watermark_offsets(partition, timeout=timeout_s, cached=False)
+            return int(high)
+        except KafkaException as exc:
+            if exc.args[0].code() not in not_served or time.monotonic() > deadline:
+                raise
+        time.sleep(0.2)
