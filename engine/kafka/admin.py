@@ -178,45 +178,6 @@ def create_topic(
     while time.monotonic() < deadline:
         leaders = partition_leaders(bootstrap, name)
         if len(leaders) == partitions and all(leader >= 0 for leader in leaders.values()):
-            break
-        time.sleep(0.2)
-    else:
-        raise TimeoutError(f"topic {name} has partitions without a leader after {timeout:.0f}s")
-    _wait_until_served(admin, name, partitions, deadline)
-
-
-# What a partition's leader answers for a moment after the metadata names it: the controller
-# chose the leader, and the broker serves the partition only once it has applied that choice
-# itself. Seen here: a new 1-node cluster answered NOT_LEADER_FOR_PARTITION to a
-# watermark query right after every partition of a new topic had a leader in the metadata.
-NOT_SERVED_YET = frozenset(
-    (
-        KafkaError.NOT_LEADER_FOR_PARTITION,
-        KafkaError.LEADER_NOT_AVAILABLE,
-        KafkaError.UNKNOWN_TOPIC_OR_PART,
-        KafkaError._UNKNOWN_PARTITION,
-    )
-)
-
-
-def _wait_until_served(admin: AdminClient, name: str, partitions: int, deadline: float) -> None:
-    """Until each partition's leader answers ListOffsets, so that a caller's first read or
-    watermark query of the new topic is answered."""
-    from confluent_kafka import TopicPartition
-    from confluent_kafka.admin import OffsetSpec
-
-    wanted = {TopicPartition(name, p): OffsetSpec.latest() for p in range(partitions)}
-    while True:
-        try:
-            for future in admin.list_offsets(wanted, request_timeout=5).values():
-                future.result()
             return
-        except KafkaException as exc:
-            if exc.args[0].code() not in NOT_SERVED_YET:
-                raise
-            if time.monotonic() > deadline:
-                raise TimeoutError(
-                    f"topic {name} has a partition its leader does not serve yet "
-                    f"({exc.args[0].str()})"
-                ) from exc
         time.sleep(0.2)
+    raise TimeoutError(f"topic {name} has partitions without a leader after {timeout:.0f}s")

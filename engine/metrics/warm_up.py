@@ -164,20 +164,32 @@ def _write_warm_up_topic(bootstrap: str, values: Sequence[bytes]) -> None:
         raise MetricsError(f"{undelivered} warm-up records were not delivered to {bootstrap}.")
 
 
+# What a partition's leader answers for a moment after the topic is made: the metadata
+# names the leader once the controller chose it, and the broker serves the partition once
+# it has applied that choice itself (seen here: NOT_LEADER_FOR_PARTITION from a new
+# cluster's warm-up, right after create_topic saw every partition's leader).
+_NOT_SERVED_YET = frozenset(
+    (
+        "NOT_LEADER_FOR_PARTITION",
+        "LEADER_NOT_AVAILABLE",
+        "UNKNOWN_TOPIC_OR_PART",
+        "_UNKNOWN_PARTITION",
+    )
+)
+
+
 def high_watermark(consumer: Any, partition: Any, timeout_s: float = 10.0) -> int:
     """The partition's high watermark (confluent_kafka Consumer, TopicPartition), asked
-    again while its leader does not serve it yet (just created, or its cluster just
-    started), up to `timeout_s`."""
-    from confluent_kafka import KafkaException
+    again while its leader does not serve it yet, up to `timeout_s`."""
+    from confluent_kafka import KafkaError, KafkaException
 
-    from engine.kafka.admin import NOT_SERVED_YET
-
+    not_served = {getattr(KafkaError, name) for name in _NOT_SERVED_YET}
     deadline = time.monotonic() + timeout_s
     while True:
         try:
             _, high = consumer.get_watermark_offsets(partition, timeout=timeout_s, cached=False)
             return int(high)
         except KafkaException as exc:
-            if exc.args[0].code() not in NOT_SERVED_YET or time.monotonic() > deadline:
+            if exc.args[0].code() not in not_served or time.monotonic() > deadline:
                 raise
         time.sleep(0.2)
