@@ -164,32 +164,29 @@ def _write_warm_up_topic(bootstrap: str, values: Sequence[bytes]) -> None:
         raise MetricsError(f"{undelivered} warm-up records were not delivered to {bootstrap}.")
 
 
-# What a partition's leader answers for a moment after the topic is made: the metadata
-# names the leader once the controller chose it, and the broker serves the partition once
-# it has applied that choice itself (seen here: NOT_LEADER_FOR_PARTITION from a new
-# cluster's warm-up, right after create_topic saw every partition's leader).
-_NOT_SERVED_YET = frozenset(
-    (
-        "NOT_LEADER_FOR_PARTITION",
-        "LEADER_NOT_AVAILABLE",
-        "UNKNOWN_TOPIC_OR_PART",
-        "_UNKNOWN_PARTITION",
-    )
-)
-
-
 def high_watermark(consumer: Any, partition: Any, timeout_s: float = 10.0) -> int:
     """The partition's high watermark (confluent_kafka Consumer, TopicPartition), asked
-    again while its leader does not serve it yet, up to `timeout_s`."""
+    again while its leader does not serve it yet, up to `timeout_s` in all.
+
+    The metadata names a new topic's leader once the controller chose it; the broker serves
+    the partition once it has applied that choice itself. Seen here: NOT_LEADER_FOR_PARTITION
+    from a new cluster's warm-up, right after create_topic saw every partition's leader.
+    """
     from confluent_kafka import KafkaError, KafkaException
 
-    not_served = {getattr(KafkaError, name) for name in _NOT_SERVED_YET}
+    not_served_yet = {
+        KafkaError.NOT_LEADER_FOR_PARTITION,
+        KafkaError.LEADER_NOT_AVAILABLE,
+        KafkaError.UNKNOWN_TOPIC_OR_PART,
+        KafkaError._UNKNOWN_PARTITION,
+    }
     deadline = time.monotonic() + timeout_s
     while True:
+        left = max(0.1, deadline - time.monotonic())
         try:
-            _, high = consumer.get_watermark_offsets(partition, timeout=timeout_s, cached=False)
+            _, high = consumer.get_watermark_offsets(partition, timeout=left, cached=False)
             return int(high)
         except KafkaException as exc:
-            if exc.args[0].code() not in not_served or time.monotonic() > deadline:
+            if exc.args[0].code() not in not_served_yet or time.monotonic() > deadline:
                 raise
         time.sleep(0.2)
