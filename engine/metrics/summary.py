@@ -19,6 +19,7 @@ from engine.metrics.inputs import PRODUCER_PROCS, SINK_PROC, LevelSpec
 from engine.metrics.session import shuffle_partitions
 from engine.metrics.sql import (
     SO_FAR_COUNTS,
+    cached_relation,
     facts_sql,
     picks_sql,
     positions_sql,
@@ -145,12 +146,16 @@ def judge(
         # one core idle for 4 s at 10M messages). The positions' few keys (level,
         # partition) land where their hash puts them, so a count there decides nothing.
         conf.set("spark.sql.shuffle.partitions", str(whole_rounds(partitions, spark)))
+        # What reads the cached records and facts reads their cached relations
+        # (cached_relation: the driver's analysis skips re-matching their plans).
+        records_read = cached_relation(records)
         facts = run_sql(
             spark,
             facts_sql(levels, producer_procs, sink_proc, messages),
-            records=records,
+            records=records_read,
             history=history,
         ).persist()
+        facts_read = cached_relation(facts)
         collected = None
         if collect_rows:
             # Three jobs at once: a judgement's jobs leave the cores idle while the driver
@@ -159,12 +164,12 @@ def judge(
             # it (Spark's BlockInfoManager). About 0.25 s of a class's run's 3.5-3.7 s in the
             # paired benchmark (benchmarks/METRICS.md).
             with ThreadPoolExecutor(max_workers=2, thread_name_prefix="judge") as pool:
-                ledger = pool.submit(_ledger_facts, facts)
-                stored = pool.submit(_stored_positions, records)
-                results = _summarise(facts, levels, messages, uncommitted_known, method)
+                ledger = pool.submit(_ledger_facts, facts_read)
+                stored = pool.submit(_stored_positions, records_read)
+                results = _summarise(facts_read, levels, messages, uncommitted_known, method)
                 collected = (ledger.result(), stored.result())
         else:
-            results = _summarise(facts, levels, messages, uncommitted_known, method)
+            results = _summarise(facts_read, levels, messages, uncommitted_known, method)
     finally:
         conf.set("spark.sql.shuffle.partitions", before)
     return Judged(
