@@ -50,7 +50,7 @@ def cached_relation(frame: DataFrame) -> DataFrame:
     analyser then matches that plan against every cached one (Spark's
     CacheManager.useCachedData) only to put the cached relation in its place. For the
     judgement's facts (the positions' and the history's plans beneath them) that took
-    0.1-0.9 s of the driver per judgement on 2 cores, beside the jobs it should be
+    0.26-0.92 s of the driver per judgement on 2 cores, beside the jobs it should be
     scheduling (benchmarks/METRICS.md). Bound to the cached relation itself, the plan is
     the one that step would have made, without the step. Spark has no public call for it:
     CacheManager.lookupCachedData and Dataset.ofRows are the ones persist() itself uses.

@@ -2,7 +2,7 @@
 
 engine.metrics.sql.cached_relation gives a persisted DataFrame whose plan is its cached
 relation alone, so that the SQL bound to it is not analysed over the whole plan beneath
-(0.3 s of a class's judgement on 2 cores, benchmarks/METRICS.md). The data must be the
+(0.2-0.3 s of a class's judgement on 2 cores, benchmarks/METRICS.md). The data must be the
 same, and the judgement must really bind its later texts to those relations: each check
 is shown beside the case it tells apart.
 """
