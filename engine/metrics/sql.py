@@ -53,8 +53,9 @@ def cached_relation(frame: DataFrame) -> DataFrame:
     0.26-0.92 s of the driver per judgement on 2 cores, beside the jobs it should be
     scheduling (benchmarks/METRICS.md). Bound to the cached relation itself, the plan is
     the one that step would have made, without the step. Spark has no public call for it:
-    CacheManager.lookupCachedData and Dataset.ofRows are the ones persist() itself uses.
-    A frame that is not cached is returned as it is.
+    CacheManager.lookupCachedData is the look-up that step makes for each part of a plan,
+    and Dataset.ofRows makes a DataFrame of a plan. A frame that is not cached is returned
+    as it is.
     """
     spark = frame.sparkSession
     session = spark._jsparkSession
