@@ -10,7 +10,7 @@ Settings from the environment:
 - LAB_SPARK_MASTER: the master URL (default `local[*]`).
 - LAB_METRICS_BOOTSTRAP: the Kafka bootstrap the job reads from, instead of the run's own
   cluster's direct listener.
-- LAB_SPARK_SHUFFLE_PARTITIONS (default 4), LAB_SPARK_DRIVER_MEMORY (default 2g).
+- LAB_SPARK_SHUFFLE_PARTITIONS (default 2), LAB_SPARK_DRIVER_MEMORY (default 2g).
 - LAB_SPARK_JAVA_OPTIONS: JVM options for the driver, after the lab's own (DRIVER_JIT).
 - LAB_SPARK_BIG_DRIVER_MEMORY (default 6g): the heap of the process for big runs.
 - LAB_SPARK_EXECUTOR_MEMORY (default 1g): each executor's heap on a Spark cluster.
@@ -250,6 +250,11 @@ DRIVER_JIT = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m"
 # (engine.metrics.compute): there, long CPU-bound loops over millions of rows dominate, and
 # C2's code does them 1.7 to 2.5 times faster than C1's. benchmarks/METRICS.md.
 BIG_RUN_JIT = "-XX:TieredStopAtLevel=4"
+# A big run's shuffle partitions start from 4, as its figures were measured: a class's
+# runs are faster with 2 (one task per core, LAB_SPARK_SHUFFLE_PARTITIONS), but a million
+# messages took 26.1 s with 2 against 22.0 s with 4 (one benchmark each, not paired:
+# benchmarks/METRICS.md), so big runs keep what they had.
+BIG_RUN_SHUFFLE_PARTITIONS = 4
 
 
 def big_run_environment() -> dict[str, str]:
@@ -257,6 +262,9 @@ def big_run_environment() -> dict[str, str]:
     return {
         settings.SPARK_JAVA_OPTIONS.name: f"{BIG_RUN_JIT} {settings.SPARK_JAVA_OPTIONS.get()}",
         settings.SPARK_DRIVER_MEMORY.name: str(settings.SPARK_BIG_DRIVER_MEMORY.get()),
+        settings.SPARK_SHUFFLE_PARTITIONS.name: str(
+            max(BIG_RUN_SHUFFLE_PARTITIONS, shuffle_partitions())
+        ),
     }
 
 

@@ -130,9 +130,10 @@ def judge(
     """
     spark = uncommitted.sparkSession
     method = ranks or ("sort" if messages <= SORTED_RANKS_UP_TO else "histogram")
-    # Shuffle partitions sized to the run: the session's setting for a class's runs (4; more
-    # only add scheduling), one per 2 million rows beyond, so no task's hash maps outgrow
-    # its memory.
+    # Shuffle partitions sized to the run: the session's setting for a class's runs (2; more
+    # only add tasks, each of which deserializes its stage's plan and generates its own
+    # projections: benchmarks/METRICS.md), one per 2 million rows beyond, so no task's hash
+    # maps outgrow its memory.
     partitions = max(shuffle_partitions(), math.ceil(messages * len(levels) / 2_000_000))
     conf = spark.conf
     before = conf.get("spark.sql.shuffle.partitions")
