@@ -184,9 +184,10 @@ SPARK_SHUFFLE_PARTITIONS = _setting(
     "LAB_SPARK_SHUFFLE_PARTITIONS",
     "Metrics (Spark)",
     "spark.sql.shuffle.partitions for a class's runs (at least 1; bigger runs get one per 2 "
-    "million verdict rows, and at least 4 in a big run's process). 2, one per core of a 2-core machine: each task deserializes its "
-    "stage's plan and generates its own projections, and with 4 a class's run's metrics "
-    "took 8-15% longer (benchmarks/METRICS.md).",
+    "million verdict rows, and at least 4 in a big run's process). 2, one per core of a "
+    "2-core machine: each task deserializes its stage's plan and generates its own "
+    "projections, and with 4 a class's run's metrics took 8-15% longer "
+    "(benchmarks/METRICS.md).",
     "2",
 )
 SPARK_NICENESS = _setting(
