@@ -543,6 +543,9 @@ class DockerCluster(Cluster):
             self._save()
             self._progress("Waiting for the three brokers to register…")
             self._wait_ready(set(NODE_IDS), timeout)
+            # Kafka would do it in the first run that needs them (admin.load_coordinators).
+            self._progress("Loading the group and transaction coordinators…")
+            admin.load_coordinators(self.direct_bootstrap)
         except BaseException:
             # The containers stay, so that their logs can be read; the next start reuses them.
             self._stop_proxy()

@@ -336,6 +336,9 @@ class EmbeddedCluster(Cluster):
                 self._start_watchdog()
             self.on_progress("Waiting for the brokers to register")
             self._wait_ready(set(self.node_ids), timeout)
+            # Kafka would do it in the first run that needs them (admin.load_coordinators).
+            self.on_progress("Loading the group and transaction coordinators")
+            admin.load_coordinators(self.direct_bootstrap)
         except BaseException:
             self.stop()
             raise

@@ -18,6 +18,8 @@ from tests.kafkatools import kcat_values, produce_one_by_one, read_all, unique
 
 pytestmark = pytest.mark.kafka
 
+INTERNAL_TOPICS = {"__consumer_offsets", "__transaction_state"}
+
 
 def java_processes_under(folder: Path) -> list[int]:
     """Pids of live processes whose command line mentions a folder (our JVMs name theirs)."""
@@ -52,6 +54,8 @@ def test_one_node_cluster_serves_and_stops_without_leftovers():
     pids = [n.pid for n in cluster.nodes()] + [cluster.proxy.pid]
     try:
         assert [n.state for n in cluster.nodes()] == ["running"]
+        # Made at the start, before any client asked (the contrast: the test below).
+        assert set(admin.describe(cluster.direct_bootstrap).leaders) >= INTERNAL_TOPICS
         view = admin.describe(cluster.proxied_bootstrap)
         # Metadata through the proxy names the proxy, so clients never bypass it.
         assert set(view.brokers.values()) == set(cluster.proxied_bootstrap.split(","))
@@ -60,6 +64,24 @@ def test_one_node_cluster_serves_and_stops_without_leftovers():
         cluster.stop()
     assert not any(pid_alive(p) for p in pids)
     assert java_processes_under(cluster.root) == []
+
+
+def test_kafka_makes_its_coordinators_only_when_asked_so_the_start_asks(monkeypatch):
+    """Kafka creates __consumer_offsets and __transaction_state on the first FindCoordinator
+    for a group or a transactional id (KafkaApis.getCoordinator). Without the lab's step at
+    the start, a new cluster has neither, and a class's first run would wait for them."""
+    monkeypatch.setattr(admin, "load_coordinators", lambda bootstrap, timeout=30.0: True)
+    cluster = EmbeddedCluster("coordinators", node_count=1)
+    cluster.start(timeout=120)
+    try:
+        assert not INTERNAL_TOPICS & set(admin.describe(cluster.direct_bootstrap).leaders)
+        monkeypatch.undo()
+        # Both coordinators answer: InitProducerId for the lab's transactional id, then a
+        # description of its group id (each finds its coordinator first).
+        assert admin.load_coordinators(cluster.direct_bootstrap) is True
+        assert set(admin.describe(cluster.direct_bootstrap).leaders) >= INTERNAL_TOPICS
+    finally:
+        cluster.stop()
 
 
 def test_three_node_cluster_serves_and_stops_without_leftovers():
