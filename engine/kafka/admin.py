@@ -101,8 +101,9 @@ def load_coordinators(bootstrap: str, timeout: float = 30.0) -> bool:
 
     deadline = time.monotonic() + timeout
     client = admin_client(bootstrap)
-    # The first asks create the two topics; the producer's InitProducerId then waits for the
-    # transaction coordinator to have loaded its partition (it registers the lab's own id).
+    # The group's first ask has __consumer_offsets created. InitProducerId has
+    # __transaction_state created and returns once its coordinator has loaded (it registers
+    # the lab's own id). Then the group's coordinator is asked until it answers too.
     client.describe_consumer_groups([COORDINATORS_KEY], request_timeout=5)
     producer = Producer(
         {"bootstrap.servers": bootstrap, "transactional.id": COORDINATORS_KEY, "logger": log}
