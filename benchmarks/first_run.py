@@ -7,8 +7,8 @@ group's or a transactional id's coordinator (KafkaApis.getCoordinator); the lab'
 start asks for both (engine.kafka.admin.load_coordinators), so that a class's first run does
 not wait for them. For each round, each scenario and each way (taking turns), this starts a
 new 1-node embedded cluster, times its start, then runs the scenario --runs times, timing
-each run from the call to its return (no browser, no Spark). "Without" replaces the step
-with nothing for that start: the cluster Kafka gives before any client has asked.
+each run from the call to its return (no browser, no Spark). "Without" starts the cluster
+with coordinators_at_start=False: the cluster Kafka gives before any client has asked.
 
 The table goes between the first-run markers of benchmarks/README.md (the rest of the file
 stays as it is).
@@ -21,8 +21,6 @@ import os
 import statistics
 import tempfile
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 from benchmarks.metrics_bench import split_report
@@ -33,20 +31,6 @@ SCENARIOS = ("ack-loss", "consumer-crash")
 WAYS = ("loaded at the start", "left to the first run")
 
 
-@contextmanager
-def coordinators_left_to_the_first_run(way: str) -> Iterator[None]:
-    """For the second way, the cluster start does not ask for the coordinators."""
-    from engine.kafka import admin
-
-    kept = admin.load_coordinators
-    if way == WAYS[1]:
-        admin.load_coordinators = lambda bootstrap, timeout=30.0: True
-    try:
-        yield
-    finally:
-        admin.load_coordinators = kept
-
-
 def one_cluster(scenario_name: str, way: str, runs: int) -> tuple[float, list[float]]:
     """(the start's seconds, each run's seconds) on a new 1-node cluster."""
     from engine.cluster.embedded import EmbeddedCluster
@@ -54,10 +38,9 @@ def one_cluster(scenario_name: str, way: str, runs: int) -> tuple[float, list[fl
     from engine.scenario import list_scenarios, load_scenario
 
     scenario = load_scenario(list_scenarios()[scenario_name])
-    cluster = EmbeddedCluster("first-run-bench", node_count=1)
+    cluster = EmbeddedCluster("first-run-bench", node_count=1, coordinators_at_start=way == WAYS[0])
     began = time.perf_counter()
-    with coordinators_left_to_the_first_run(way):
-        cluster.start(timeout=240)
+    cluster.start(timeout=240)
     started = time.perf_counter() - began
     times = []
     try:

@@ -15,6 +15,7 @@ import contextlib
 import json
 import os
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from pathlib import Path
@@ -186,6 +187,26 @@ class Cluster(ABC):
             "brokers. Network faults through the proxy still work; use the local or docker "
             "backend for broker faults."
         )
+
+
+def load_coordinators_at_start(
+    bootstrap: str, progress: Callable[[str], None], timeout: float = 30.0
+) -> bool:
+    """The last step of a backend's start: Kafka's coordinators made now, not in a run.
+
+    Kafka creates __consumer_offsets and __transaction_state on the first FindCoordinator
+    request (KafkaApis.getCoordinator); left to the first run, the class waits for them. A
+    cluster whose coordinators do not answer in time still serves: the step says so and
+    the first run waits for them as it would have.
+    """
+    progress("Loading the group and transaction coordinators")
+    if admin.load_coordinators(bootstrap, timeout):
+        return True
+    progress(
+        f"The group and transaction coordinators did not answer within {timeout:.0f} s; "
+        "the first run will wait for them"
+    )
+    return False
 
 
 def write_json_atomic(path: Path, data: dict[str, Any]) -> None:

@@ -39,7 +39,14 @@ import requests
 from docker.models.containers import Container
 
 from engine import paths, settings
-from engine.cluster.base import Cluster, NodeInfo, NodeState, ProxyInfo, write_json_atomic
+from engine.cluster.base import (
+    Cluster,
+    NodeInfo,
+    NodeState,
+    ProxyInfo,
+    load_coordinators_at_start,
+    write_json_atomic,
+)
 from engine.cluster.pids import _signal_group, _wait_gone, pid_alive
 from engine.cluster.ports import LOOPBACK, free_ports, require_free
 from engine.cluster.proxy_process import route_args, start_proxy_process
@@ -543,9 +550,7 @@ class DockerCluster(Cluster):
             self._save()
             self._progress("Waiting for the three brokers to register…")
             self._wait_ready(set(NODE_IDS), timeout)
-            # Kafka would do it in the first run that needs them (admin.load_coordinators).
-            self._progress("Loading the group and transaction coordinators…")
-            admin.load_coordinators(self.direct_bootstrap)
+            load_coordinators_at_start(self.direct_bootstrap, self._progress)
         except BaseException:
             # The containers stay, so that their logs can be read; the next start reuses them.
             self._stop_proxy()

@@ -34,7 +34,14 @@ from typing import Any
 
 from engine import paths, tools
 from engine.cluster import jars
-from engine.cluster.base import Cluster, NodeInfo, NodeState, ProxyInfo, write_json_atomic
+from engine.cluster.base import (
+    Cluster,
+    NodeInfo,
+    NodeState,
+    ProxyInfo,
+    load_coordinators_at_start,
+    write_json_atomic,
+)
 from engine.cluster.pids import _signal_group, _wait_for_state, _wait_gone, pid_alive, pid_paused
 from engine.cluster.ports import LOOPBACK, free_ports, is_listening
 from engine.cluster.proxy_process import route_args, start_proxy_process
@@ -164,6 +171,7 @@ class EmbeddedCluster(Cluster):
         node_count: int = 1,
         heap: str = DEFAULT_HEAP,
         owner_pid: int | None = None,
+        coordinators_at_start: bool = True,
     ) -> None:
         if node_count not in (1, 3):
             raise ClusterError(f"The embedded cluster runs 1 or 3 nodes, not {node_count}.")
@@ -171,6 +179,9 @@ class EmbeddedCluster(Cluster):
         self.node_count = node_count
         self.heap = heap
         self.owner_pid = owner_pid
+        # False leaves the coordinators to the first run that asks (the cluster Kafka gives
+        # before any client has asked): for the benchmark and the test that contrast it.
+        self.coordinators_at_start = coordinators_at_start
         self.cluster_id: str | None = None
         self._nodes: list[EmbeddedNode] = []
         self._proxy: ProxyInfo | None = None
@@ -336,9 +347,8 @@ class EmbeddedCluster(Cluster):
                 self._start_watchdog()
             self.on_progress("Waiting for the brokers to register")
             self._wait_ready(set(self.node_ids), timeout)
-            # Kafka would do it in the first run that needs them (admin.load_coordinators).
-            self.on_progress("Loading the group and transaction coordinators")
-            admin.load_coordinators(self.direct_bootstrap)
+            if self.coordinators_at_start:
+                load_coordinators_at_start(self.direct_bootstrap, self.on_progress)
         except BaseException:
             self.stop()
             raise

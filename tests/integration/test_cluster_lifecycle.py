@@ -66,16 +66,14 @@ def test_one_node_cluster_serves_and_stops_without_leftovers():
     assert java_processes_under(cluster.root) == []
 
 
-def test_kafka_makes_its_coordinators_only_when_asked_so_the_start_asks(monkeypatch):
+def test_kafka_makes_its_coordinators_only_when_asked_so_the_start_asks():
     """Kafka creates __consumer_offsets and __transaction_state on the first FindCoordinator
     for a group or a transactional id (KafkaApis.getCoordinator). Without the lab's step at
     the start, a new cluster has neither, and a class's first run would wait for them."""
-    monkeypatch.setattr(admin, "load_coordinators", lambda bootstrap, timeout=30.0: True)
-    cluster = EmbeddedCluster("coordinators", node_count=1)
+    cluster = EmbeddedCluster("coordinators", node_count=1, coordinators_at_start=False)
     cluster.start(timeout=120)
     try:
         assert not INTERNAL_TOPICS & set(admin.describe(cluster.direct_bootstrap).leaders)
-        monkeypatch.undo()
         # Both coordinators answer: InitProducerId for the lab's transactional id, then a
         # description of its group id (each finds its coordinator first).
         assert admin.load_coordinators(cluster.direct_bootstrap) is True

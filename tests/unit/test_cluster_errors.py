@@ -147,3 +147,28 @@ def test_cli_refuses_docker_with_one_node_in_one_line(tmp_path):
         "3, or the local backend for 1."
     ]
     assert "Starting" not in result.stderr
+
+
+@pytest.mark.parametrize(("answered", "lines"), [(True, 1), (False, 2)])
+def test_coordinators_that_do_not_answer_at_the_start_are_said(monkeypatch, answered, lines):
+    """The start goes on either way; when Kafka's coordinators did not answer in time, the
+    progress says that the first run will wait for them (the contrast: they answered)."""
+    from engine.cluster import base
+
+    asked: list[tuple[str, float]] = []
+
+    def load(bootstrap: str, timeout: float) -> bool:
+        asked.append((bootstrap, timeout))
+        return answered
+
+    monkeypatch.setattr(base.admin, "load_coordinators", load)
+    steps: list[str] = []
+    assert base.load_coordinators_at_start("127.0.0.1:9", steps.append, timeout=7) is answered
+    assert asked == [("127.0.0.1:9", 7)]
+    assert len(steps) == lines
+    assert steps[0] == "Loading the group and transaction coordinators"
+    if not answered:
+        assert steps[1] == (
+            "The group and transaction coordinators did not answer within 7 s; "
+            "the first run will wait for them"
+        )

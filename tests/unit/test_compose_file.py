@@ -477,7 +477,7 @@ def test_leftover_broker_containers_are_taken_over_and_said(
     steps: list[str] = []
     cluster.on_progress = steps.append
     monkeypatch.setattr(db.admin, "wait_for_brokers", lambda b, e, timeout: None)
-    monkeypatch.setattr(db.admin, "load_coordinators", lambda bootstrap: True)
+    monkeypatch.setattr(db.admin, "load_coordinators", lambda bootstrap, timeout: True)
     monkeypatch.setattr(db, "free_ports", lambda count: [45679])
     monkeypatch.setattr(
         db,
@@ -580,7 +580,7 @@ def test_start_and_stop_run_compose_with_argument_lists(
     monkeypatch.setenv("PATH", f"{fake_docker(tmp_path)}{os.pathsep}{os.environ['PATH']}")
     cluster, items = make_cluster("running", "paused", "running")
     monkeypatch.setattr(db.admin, "wait_for_brokers", lambda b, e, timeout: None)
-    monkeypatch.setattr(db.admin, "load_coordinators", lambda bootstrap: True)
+    monkeypatch.setattr(db.admin, "load_coordinators", lambda bootstrap, timeout: True)
     monkeypatch.setattr(db, "free_ports", lambda count: [45678])
     # The fixed proxy ports may be taken on this machine (a real compose stack): not this
     # test's concern, which is the compose command lines.
