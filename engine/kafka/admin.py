@@ -96,31 +96,50 @@ def load_coordinators(bootstrap: str, timeout: float = 30.0) -> bool:
     cluster's first ack-loss run 1.6 s longer (benchmarks/README.md). True once both
     coordinators answer; False if they did not within `timeout`, and runs then wait for
     them as they would have.
+
+    Asked through a consumer and a transactional producer, as a run's clients ask, and not
+    through the AdminClient's DescribeConsumerGroups: when librdkafka cannot send that
+    request to the coordinator it found, it frees the request's state while its
+    coordinator look-up still holds it, and the process aborts on an assertion
+    (`eonce->refcnt > 0` in rd_kafka_enq_once_del_source_return; rd_kafka_admin_coord_request
+    in rdkafka_admin.c, librdkafka issue 4605, fix proposed in PR 5397). It aborted the
+    dashboard of docker-compose.yml as its cluster started, once in a test run.
     """
-    from confluent_kafka import Producer
+    from confluent_kafka import Consumer, Producer, TopicPartition
 
     deadline = time.monotonic() + timeout
-    client = admin_client(bootstrap)
-    # The group's first ask has __consumer_offsets created. InitProducerId has
-    # __transaction_state created and returns once its coordinator has loaded (it registers
-    # the lab's own id). Then the group's coordinator is asked until it answers too.
-    client.describe_consumer_groups([COORDINATORS_KEY], request_timeout=5)
-    producer = Producer(
-        {"bootstrap.servers": bootstrap, "transactional.id": COORDINATORS_KEY, "logger": log}
+    # A consumer with a group id looks up the group's coordinator as it starts (its
+    # FindCoordinator has __consumer_offsets created), while InitProducerId has
+    # __transaction_state created and returns once that coordinator has loaded (it
+    # registers the lab's own transactional id). Then the group's committed offsets are
+    # asked for (OffsetFetch, which librdkafka's consumer retries while the coordinator
+    # loads) until the coordinator answers.
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": COORDINATORS_KEY,
+            "enable.auto.commit": False,
+            "logger": log,
+        }
     )
     try:
-        producer.init_transactions(max(1.0, deadline - time.monotonic()))
-    except KafkaException:
-        return False
-    while time.monotonic() < deadline:
+        producer = Producer(
+            {"bootstrap.servers": bootstrap, "transactional.id": COORDINATORS_KEY, "logger": log}
+        )
         try:
-            client.describe_consumer_groups([COORDINATORS_KEY], request_timeout=5)[
-                COORDINATORS_KEY
-            ].result()
-            return True
-        except KafkaException:  # NOT_COORDINATOR or COORDINATOR_LOAD_IN_PROGRESS: not yet
-            time.sleep(0.2)
-    return False
+            producer.init_transactions(max(1.0, deadline - time.monotonic()))
+        except KafkaException:
+            return False
+        asked = [TopicPartition("__consumer_offsets", 0)]
+        while time.monotonic() < deadline:
+            try:
+                consumer.committed(asked, timeout=max(1.0, min(5.0, deadline - time.monotonic())))
+                return True
+            except KafkaException:  # no coordinator yet, or still loading
+                time.sleep(0.2)
+        return False
+    finally:
+        consumer.close()
 
 
 def partition_leader(bootstrap: str, topic: str, partition: int, timeout: float = 5.0) -> int:
