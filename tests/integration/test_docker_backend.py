@@ -41,9 +41,16 @@ def cluster(docker_env, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ob
         for var in (db.ENV_UPSTREAMS, db.ENV_DIRECT, db.ENV_LISTEN_HOST):
             mp.delenv(var, raising=False)
         c = db.DockerCluster(owner_pid=os.getpid())
+        # Each step of the start timed on its own (from its progress line to the next):
+        # docs/backends.md quotes them, the coordinators' step among them.
+        steps: list[tuple[str, float]] = []
+        c.on_progress = lambda step: steps.append((step, time.monotonic()))
         began = time.monotonic()
         c.start(timeout=300)
-        docker_env.timed("DockerCluster.start (3 brokers ready)", time.monotonic() - began)
+        ended = time.monotonic()
+        docker_env.timed("DockerCluster.start (3 brokers ready)", ended - began)
+        for (step, at), (_, until) in zip(steps, [*steps[1:], ("", ended)], strict=True):
+            docker_env.timed(f"DockerCluster.start step: {step}", until - at)
         try:
             yield c
         finally:
