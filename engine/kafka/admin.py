@@ -93,7 +93,7 @@ def load_coordinators(bootstrap: str, timeout: float = 30.0) -> bool:
     request for a group or a transactional id, and answers COORDINATOR_NOT_AVAILABLE until
     the topic exists (KafkaApis.getCoordinator), then COORDINATOR_LOAD_IN_PROGRESS while its
     partitions load; clients retry with back-off. Left to the first run, that made a new
-    cluster's first ack-loss run 1.6 s longer (benchmarks/README.md). True once both
+    cluster's first ack-loss run 1.6-2.3 s longer (benchmarks/README.md). True once both
     coordinators answer; False if they did not within `timeout`, and runs then wait for
     them as they would have.
 
