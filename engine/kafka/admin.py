@@ -102,8 +102,9 @@ def load_coordinators(bootstrap: str, timeout: float = 30.0) -> bool:
     request to the coordinator it found, it frees the request's state while its
     coordinator look-up still holds it, and the process aborts on an assertion
     (`eonce->refcnt > 0` in rd_kafka_enq_once_del_source_return; rd_kafka_admin_coord_request
-    in rdkafka_admin.c, librdkafka issue 4605, fix proposed in PR 5397). It aborted the
-    dashboard of docker-compose.yml as its cluster started, once in a test run.
+    in rdkafka_admin.c, librdkafka issue 4605, fix proposed in PR 5397). That abort took
+    down the compose file's dashboard once as its cluster started, when this step still
+    described the group (the lab's only such request then).
     """
     from confluent_kafka import Consumer, Producer, TopicPartition
 
