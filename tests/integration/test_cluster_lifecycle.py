@@ -74,8 +74,9 @@ def test_kafka_makes_its_coordinators_only_when_asked_so_the_start_asks():
     cluster.start(timeout=120)
     try:
         assert not INTERNAL_TOPICS & set(admin.describe(cluster.direct_bootstrap).leaders)
-        # Both coordinators answer: InitProducerId for the lab's transactional id, then a
-        # description of its group id (each finds its coordinator first).
+        # Both coordinators answer: InitProducerId for the lab's transactional id, then the
+        # committed offsets of its group id, asked by a consumer (each finds its coordinator
+        # first).
         assert admin.load_coordinators(cluster.direct_bootstrap) is True
         assert set(admin.describe(cluster.direct_bootstrap).leaders) >= INTERNAL_TOPICS
     finally:
