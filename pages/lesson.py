@@ -11,7 +11,7 @@ import streamlit.components.v1 as components
 
 from engine import record
 from engine.errors import LabError
-from engine.lesson import list_lessons, load_lesson
+from engine.lesson import LessonProgress, Step, judge_prediction, list_lessons, load_lesson
 from engine.scenario import list_scenarios, load_scenario
 from engine.teaching import FIRST_LESSON, lesson_nodes, scenario_nodes
 from pages._follow import follow_panel
@@ -55,6 +55,15 @@ def scroll_to(anchor: str) -> None:
         "else if (tries++ < 40) { setTimeout(go, 50); } }; go();</script>",
         height=0,
     )
+
+
+def earlier_outcome(step: Step, run_id: str, number: int) -> str:
+    """One earlier run of the step in a few words: what it showed, from its own counts."""
+    try:
+        shown = step.outcome(record.load_run(run_id)["result"]["results"])
+    except LabError:
+        return f"run {number} could not be read"
+    return f"run {number} showed “{shown.text}”" if shown else f"run {number} matched no option"
 
 
 def cluster_fits(service: ClusterService, nodes: int) -> bool:
@@ -116,13 +125,29 @@ lessons = list_lessons()
 if not lessons:
     st.error("No lesson files were found in lessons/.")
     st.stop()
-# The first class, the one every other builds on, unless the teacher picks another.
 names = list(lessons)
+
+
+def progress_of(name: str) -> LessonProgress:
+    """The class's place in a lesson, outside every widget's key: Streamlit drops a widget's
+    state when its page is left, and a teacher sent to Metrics must find the room's
+    predictions and runs where they were."""
+    kept: dict[str, LessonProgress] = st.session_state.setdefault("lesson_progress", {})
+    return kept.setdefault(name, LessonProgress(lesson=name))
+
+
+def lesson_chosen() -> None:
+    # Another lesson starts at its first step; coming back to one keeps where it was.
+    st.session_state["lesson_current"] = st.session_state["lesson_name"]
+
+
+# The first class, the one every other builds on, unless the teacher picks another.
+current = st.session_state.get("lesson_current")
+if current not in names:
+    current = FIRST_LESSON if FIRST_LESSON in names else names[0]
+    st.session_state["lesson_current"] = current
 lesson_name = st.selectbox(
-    "Lesson",
-    names,
-    index=names.index(FIRST_LESSON) if FIRST_LESSON in names else 0,
-    key="lesson_name",
+    "Lesson", names, index=names.index(current), key="lesson_name", on_change=lesson_chosen
 )
 try:
     lesson = load_lesson(lessons[lesson_name])
@@ -130,9 +155,11 @@ except LabError as exc:
     show_error(exc)
     st.stop()
 
-index = st.session_state.setdefault("lesson_step", 0)
-index = min(index, len(lesson.steps) - 1)
+progress = progress_of(lesson_name)
+progress.step = min(progress.step, len(lesson.steps) - 1)
+index = progress.step
 step = lesson.steps[index]
+here = progress.at(index)
 scenario = load_scenario(list_scenarios()[step.scenario])
 
 st.title(lesson.title)
@@ -152,72 +179,98 @@ st.progress(
     f"about {step.minutes} min · {lesson.minutes} min in all",
 )
 st.header(scenario.title)
-
-state_key = f"lesson-{lesson_name}-{index}"
-phase = st.session_state.setdefault(f"{state_key}-phase", "predict")
+widget = f"lesson-{lesson_name}-{index}"
 
 st.subheader("1 · Predict")
 st.markdown(step.question)
-prediction = st.radio(
+texts = [o.text for o in step.options]
+
+
+def vote_changed() -> None:
+    here.vote = st.session_state[f"{widget}-vote"]
+
+
+st.radio(
     "The room's prediction",
-    step.options,
-    index=None,
-    key=f"{state_key}-vote",
-    disabled=phase != "predict",
+    texts,
+    index=texts.index(here.vote) if here.vote in texts else None,
+    key=f"{widget}-vote",
+    on_change=vote_changed,
+    disabled=here.locked,
     horizontal=True,
 )
-if phase == "predict" and st.button("Lock in the prediction", disabled=prediction is None):
-    st.session_state[f"{state_key}-phase"] = "run"
+if not here.locked and st.button("Lock in the prediction", disabled=here.vote is None):
+    here.locked = True
     st.rerun()
 
-if phase in ("run", "explain"):
+if here.locked:
     st.subheader("2 · Run it, for real")
     # The story tells the outcome: it waits for the explanation, after the run.
     service = cluster_service()
-    if phase == "run" and not cluster_fits(service, scenario.nodes):
+    if not here.runs and not cluster_fits(service, scenario.nodes):
         st.stop()  # the step says what it needs and offers the restart; Run comes after it
-    if phase == "run" and st.button("▶ Run the scenario", type="primary"):
+    again = bool(here.runs)
+    label = "▶ Run this step again" if again else "▶ Run the scenario"
+    if (not again or cluster_fits(service, scenario.nodes)) and st.button(
+        label,
+        type="secondary" if again else "primary",
+        help="Runs the scenario once more; the new run's verdict replaces this one's, and "
+        "the earlier runs stay listed below it."
+        if again
+        else None,
+    ):
         output = run_live(service, scenario, scenario.levels)
         if output is not None:
-            st.session_state[f"{state_key}-run"] = output["run_id"]
-            st.session_state[f"{state_key}-phase"] = "explain"
-            st.session_state[f"{state_key}-scroll"] = True  # once, right after the run
+            here.runs.append(output["run_id"])
+            st.session_state[f"{widget}-scroll"] = True  # once, right after the run
             st.rerun()
 
-if phase == "explain":
-    run_id = st.session_state[f"{state_key}-run"]
+if here.runs:
     try:
-        run = record.load_run(run_id)
+        run = record.load_run(here.runs[-1])
     except LabError as exc:
         show_error(exc)
         st.stop()
+    results = run["result"]["results"]
     st.subheader("3 · Explain", anchor="explain")
-    if st.session_state.pop(f"{state_key}-scroll", False):
+    if st.session_state.pop(f"{widget}-scroll", False):
         scroll_to("explain")
-    confirmed = step.check.holds(run["result"]["results"])
-    guessed = st.session_state.get(f"{state_key}-vote")
-    verdict = (
-        "✅ The room was right."
-        if guessed == step.answer
-        else (f"❌ The room said “{guessed}”; the answer is “{step.answer}”.")
-    )
-    st.markdown(f"**{verdict}**")
-    # The count the answer rests on, on the same screen as the explanation that cites it.
-    level_result = run["result"]["results"].get(step.check.level, {})
-    if step.check.field in level_result:
-        st.metric(
-            f"{step.check.field.replace('_', ' ').capitalize()} at {step.check.level}",
-            level_result[step.check.field],
-            help=f"The answer is confirmed when {step.check.describe()}.",
+    verdict = judge_prediction(step, here.vote, results)
+    st.markdown(f"**{verdict.headline()}**")
+    # The counts the verdict rests on, on the same screen as the explanation that cites them.
+    shown = (verdict.shown or verdict.expected).when
+    for column, condition in zip(st.columns(len(shown)), shown, strict=True):
+        value = results.get(condition.level, {}).get(condition.field)
+        column.metric(
+            condition.label(),
+            "n/a" if value is None else value,
+            help=f"“{(verdict.shown or verdict.expected).text}” holds when "
+            f"{(verdict.shown or verdict.expected).describe()}.",
         )
-    if confirmed is False:
+    broken = step.contradicted(results)
+    if not broken:
+        st.markdown(step.explanation(results))
+    else:
         st.warning(
-            f"This run did not show the usual outcome ({step.check.describe()}). Timing on a "
-            "busy machine can do that; "
-            "the counts below are what Kafka really holds. Run the step again to compare."
+            "This run did not show what the explanation describes ("
+            + "; ".join(
+                f"{c.label().lower()} is {results.get(c.level, {}).get(c.field, 'missing')}, "
+                f"the explanation needs {c.describe()}"
+                for c in broken
+            )
+            + "). The counts below are what Kafka really holds; run the step again to compare."
         )
-    st.markdown(step.explain)
+        with st.expander("What this step usually shows (not this run)"):
+            st.markdown(step.explanation(results))
     render_sources(step.sources)
+    if len(here.runs) > 1:
+        st.caption(
+            "Earlier runs of this step: "
+            + "; ".join(
+                earlier_outcome(step, run_id, number)
+                for number, run_id in enumerate(here.runs[:-1], 1)
+            )
+        )
     with st.expander("The scenario's story"):
         st.markdown(scenario.story)
         render_sources(scenario.sources)
@@ -226,8 +279,8 @@ if phase == "explain":
 
 left, right = st.columns(2)
 if left.button("← Previous step", disabled=index == 0):
-    st.session_state["lesson_step"] = index - 1
+    progress.step = index - 1
     st.rerun()
 if right.button("Next step →", disabled=index == len(lesson.steps) - 1):
-    st.session_state["lesson_step"] = index + 1
+    progress.step = index + 1
     st.rerun()

@@ -116,7 +116,7 @@ def test_every_lesson_file_validates():
 @pytest.mark.kafka
 @pytest.mark.kafka
 def test_a_lesson_step_that_needs_3_nodes_says_so_before_it_runs(monkeypatch, cluster1):
-    from engine.lesson import list_lessons, load_lesson
+    from engine.lesson import LessonProgress, list_lessons, load_lesson
 
     monkeypatch.setenv("LAB_AUTOSTART", "1")
     register_current(cluster1)
@@ -125,7 +125,9 @@ def test_a_lesson_step_that_needs_3_nodes_says_so_before_it_runs(monkeypatch, cl
     try:
         at = AppTest.from_file(APP, default_timeout=120).run()
         at.switch_page("pages/lesson.py").run()
-        at.session_state["lesson_step"] = step
+        at.session_state["lesson_progress"] = {
+            "delivery-guarantees": LessonProgress(lesson="delivery-guarantees", step=step)
+        }
         at.run()
         at.radio[0].set_value("2").run()
         next(b for b in at.button if b.label == "Lock in the prediction").click().run()
@@ -161,14 +163,46 @@ def test_lesson_mode_predict_run_explain(monkeypatch, cluster1):
         assert not at.exception
         assert not at.error, [e.value for e in at.error]
         texts = "\n".join(m.value for m in at.markdown)
-        assert "The room was right." in texts
+        assert "✅ The room was right: the run shows “two”." in texts
         assert not at.warning, "the run confirmed the expected outcome"
         metrics = {(m.label, m.value) for m in at.metric}
         assert ("Duplicates", "1") in metrics
-        # The count the answer rests on is beside the explanation.
+        # The counts the verdict rests on are beside the explanation.
         assert ("Duplicates at at-least-once", "1") in metrics
+        assert ("Lost at at-least-once", "0") in metrics
+        # The explanation cites this run's counts, and the step can be run again.
+        assert "Duplicates = 1 under at-least-once" in texts
+        assert any(b.label == "▶ Run this step again" for b in at.button)
     finally:
         (paths.state_dir() / "current.json").unlink(missing_ok=True)
+
+
+def test_the_lessons_place_and_prediction_survive_a_trip_to_other_pages(monkeypatch):
+    """Lesson -> Free play -> Metrics -> Replay -> Lesson: the same lesson, step, vote and
+    lock (Streamlit drops a widget's state when its page is left; the lesson keeps its own)."""
+    from engine.lesson import list_lessons, load_lesson
+
+    monkeypatch.setenv("LAB_AUTOSTART", "0")
+    at = AppTest.from_file(APP, default_timeout=30).run()
+    at.switch_page("pages/lesson.py").run()
+    at.selectbox(key="lesson_name").set_value("kafka-streams").run()
+    next(b for b in at.button if b.label == "Next step →").click().run()
+    second = load_lesson(list_lessons()["kafka-streams"]).steps[1]
+    assert at.header[0].value == load_scenario(list_scenarios()[second.scenario]).title
+    at.radio[0].set_value("none").run()
+    next(b for b in at.button if b.label == "Lock in the prediction").click().run()
+    for page in ("free_play", "metrics", "replay", "lesson"):
+        at.switch_page(f"pages/{page}.py").run()
+        assert not at.exception, page
+    assert at.selectbox(key="lesson_name").value == "kafka-streams"
+    assert at.header[0].value == load_scenario(list_scenarios()[second.scenario]).title
+    assert at.radio[0].value == "none" and at.radio[0].disabled
+    assert not any(b.label == "Lock in the prediction" for b in at.button)
+    # Another lesson starts at its first step.
+    at.selectbox(key="lesson_name").set_value("commits-and-timeouts").run()
+    first = load_lesson(list_lessons()["commits-and-timeouts"]).steps[0]
+    assert at.header[0].value == load_scenario(list_scenarios()[first.scenario]).title
+    assert at.radio[0].value is None
 
 
 def test_log_views_page_opens_through_the_app_without_a_cluster(monkeypatch):

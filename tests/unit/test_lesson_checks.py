@@ -1,56 +1,234 @@
-"""Lesson checks take exact values, >= and <=, as a scenario's `expect` does."""
+"""A lesson's options are predicates on the run: the run, not the option's label, decides
+which one happened, and a file whose options could both hold on one outcome never loads.
+
+The recorded runs (tests/data/recorded/, real runs on the embedded cluster) must satisfy
+exactly the step's answer; for every wrong option, the outcome it predicts (the recorded run
+changed just enough for that option to hold) must satisfy that option and not the answer.
+"""
 
 from __future__ import annotations
 
+import dataclasses
+import json
+import re
+from pathlib import Path
+from typing import Any
+
 import pytest
+import yaml
 from pydantic import ValidationError
 
-from engine.lesson import Check, lessons_dir, load_lesson
+from engine.judge import Effects
+from engine.lesson import (
+    EFFECT_COUNTS,
+    Condition,
+    LessonError,
+    LessonProgress,
+    Option,
+    Step,
+    judge_prediction,
+    list_lessons,
+    load_lesson,
+    outcome_of,
+)
+from engine.scenario import list_scenarios, load_scenario
+
+RECORDED = Path(__file__).parent.parent / "data" / "recorded"
+RUNS: dict[str, dict[str, Any]] = {
+    p.stem: json.loads(p.read_text())["results"] for p in sorted(RECORDED.glob("*.json"))
+}
+STEPS = [
+    (name, index, step)
+    for name, path in sorted(list_lessons().items())
+    for index, step in enumerate(load_lesson(path).steps)
+]
+IDS = [f"{name}-{index}-{step.scenario}" for name, index, step in STEPS]
+WRONG = [
+    (name, index, step, option)
+    for name, index, step in STEPS
+    for option in step.options
+    if option.text != step.answer
+]
+WRONG_IDS = [f"{n}-{i}-{s.scenario}-{o.text}" for n, i, s, o in WRONG]
 
 RESULTS = {"at-least-once": {"duplicates": 5, "lost": 0}}
+
+
+def condition(level: str, field: str, expect: str) -> Condition:
+    return Condition(level=level, field=field, expect=expect)
 
 
 @pytest.mark.parametrize(
     ("expect", "holds"),
     [("5", True), ("4", False), (">=1", True), (">=6", False), ("<=5", True), ("<=4", False)],
 )
-def test_a_check_compares_as_expect_does(expect, holds):
-    check = Check(level="at-least-once", field="duplicates", expect=expect)
-    assert check.holds(RESULTS) is holds
+def test_a_condition_compares_as_expect_does(expect, holds):
+    assert condition("at-least-once", "duplicates", expect).holds(RESULTS) is holds
 
 
-def test_a_check_on_a_level_the_run_lacks_is_undecided():
-    assert Check(level="exactly-once", field="lost", expect="0").holds(RESULTS) is None
+def test_a_condition_on_a_level_the_run_lacks_is_undecided():
+    assert condition("exactly-once", "lost", "0").holds(RESULTS) is None
 
 
 @pytest.mark.parametrize("expect", ["", "about 3", "=>1", "1.5"])
 def test_a_malformed_expectation_is_refused(expect):
     with pytest.raises(ValidationError):
-        Check(level="at-least-once", field="duplicates", expect=expect)
+        condition("at-least-once", "duplicates", expect)
 
 
-def test_the_consumer_crash_step_checks_the_duplicates_it_claims():
-    lesson = load_lesson(lessons_dir() / "delivery-guarantees.yaml")
-    step = next(s for s in lesson.steps if s.scenario == "consumer-crash")
-    assert step.answer == "duplicates"
-    assert step.check.field == "duplicates"
-    assert step.check.holds({"at-least-once": {"duplicates": 0}}) is False
-    assert step.check.holds({"at-least-once": {"duplicates": 5}}) is True
+def test_a_condition_on_a_count_the_judge_does_not_produce_is_refused():
+    with pytest.raises(ValidationError, match="'duplicate' is not a count"):
+        condition("at-least-once", "duplicate", ">=1")
 
 
-def test_every_lesson_step_checks_a_level_its_scenario_runs_and_teaches():
-    """A step's check names a level the scenario runs, and a count its `teaches` block
-    bounds, so a run that makes the scenario's lesson can confirm the step."""
-    from engine.lesson import list_lessons, load_lesson
-    from engine.scenario import list_scenarios, load_scenario
+def test_the_effect_counts_are_the_judges():
+    ints = {f.name for f in dataclasses.fields(Effects) if f.type in ("int", int)}
+    assert set(EFFECT_COUNTS) == ints
 
-    scenarios = list_scenarios()
+
+@pytest.mark.parametrize("step", [s for _, _, s in STEPS], ids=IDS)
+def test_the_recorded_run_satisfies_exactly_the_answer(step: Step):
+    results = RUNS[step.scenario]
+    held = [o.text for o in step.options if o.holds(results) is True]
+    assert held == [step.answer], (step.scenario, held)
+    assert not step.contradicted(results), [c.describe() for c in step.contradicted(results)]
+
+
+@pytest.mark.parametrize(("lesson", "index", "step", "wrong"), WRONG, ids=WRONG_IDS)
+def test_the_outcome_of_every_wrong_option_is_rejected(lesson, index, step: Step, wrong):
+    """The room's wrong answer, had it happened, is what the page reports: not the answer."""
+    predicted = outcome_of(wrong, RUNS[step.scenario])
+    assert wrong.holds(predicted) is True
+    assert step.expected.holds(predicted) is False, (step.scenario, wrong.text)
+    assert step.outcome(predicted) == wrong
+    # A room that chose the answer is told it was wrong, by the run, not by the label.
+    verdict = judge_prediction(step, step.answer, predicted)
+    assert not verdict.room_right and not verdict.usual
+    assert f"the run shows “{wrong.text}”" in verdict.headline()
+    assert judge_prediction(step, wrong.text, predicted).room_right
+
+
+def test_a_run_matching_no_option_is_said_so():
+    step = next(s for _, _, s in STEPS if s.scenario == "ack-loss")
+    both = {"at-least-once": {"duplicates": 2, "lost": 0}}  # three copies: no option says so
+    verdict = judge_prediction(step, "two", both)
+    assert verdict.shown is None and not verdict.room_right
+    assert "matches none of the options" in verdict.headline()
+
+
+def lesson_file(tmp_path: Path, options: list[dict[str, Any]], **step: Any) -> Path:
+    path = tmp_path / "made-up.yaml"
+    body = {
+        "scenario": "ack-loss",
+        "question": "?",
+        "options": options,
+        "answer": options[0]["text"],
+        "explain": ".",
+        **step,
+    }
+    path.write_text(yaml.safe_dump({"title": "t", "steps": [body]}))
+    return path
+
+
+def test_options_that_can_both_hold_are_refused_when_the_file_loads(tmp_path):
+    dup = {"level": "at-least-once", "field": "duplicates"}
+    path = lesson_file(
+        tmp_path,
+        [
+            {"text": "two", "when": [{**dup, "expect": ">=1"}]},
+            {"text": "three", "when": [{**dup, "expect": "<=2"}]},
+        ],
+    )
+    with pytest.raises(LessonError, match="options 'two' and 'three' both hold when"):
+        load_lesson(path)
+
+
+def test_options_on_different_counts_overlap_unless_one_count_separates_them(tmp_path):
+    lost = {"level": "at-least-once", "field": "lost", "expect": ">=1"}
+    dup = {"level": "at-least-once", "field": "duplicates", "expect": ">=1"}
+    with pytest.raises(LessonError, match="both hold"):
+        load_lesson(
+            lesson_file(tmp_path, [{"text": "a", "when": [lost]}, {"text": "b", "when": [dup]}])
+        )
+    separated = [
+        {"text": "a", "when": [lost]},
+        {"text": "b", "when": [dup, {**lost, "expect": "0"}]},
+    ]
+    assert load_lesson(lesson_file(tmp_path, separated)).steps[0].options[1].text == "b"
+
+
+def test_an_explanation_citing_an_unknown_count_is_refused(tmp_path):
+    options = [
+        {"text": "a", "when": [{"level": "at-least-once", "field": "lost", "expect": "0"}]},
+        {"text": "b", "when": [{"level": "at-least-once", "field": "lost", "expect": ">=1"}]},
+    ]
+    with pytest.raises(LessonError, match="not a count"):
+        load_lesson(lesson_file(tmp_path, options, explain="{at-least-once.dupes}"))
+
+
+def test_the_explanation_takes_its_counts_from_the_run():
+    step = next(s for _, _, s in STEPS if s.scenario == "consumer-crash")
+    text = step.explanation({"at-least-once": {"duplicates": 7}, "at-most-once": {"lost": 3}})
+    assert "Duplicates = 7" in text and "Lost = 3" in text
+    assert "{" not in text
+
+
+# A count named the way the explanations name them: "Duplicates = 5", "Lost = 20".
+LITERAL = re.compile(r"\b([A-Z][a-z]+(?: [a-z]+)?) = (\d+)\b")
+
+
+@pytest.mark.parametrize("step", [s for _, _, s in STEPS], ids=IDS)
+def test_every_count_an_explanation_states_is_the_runs_or_checked(step: Step):
+    """A literal count in an explanation is pinned by the answer or a claim (both checked
+    against the run before the explanation is shown as its own); all others are `{...}`."""
+    pinned = {
+        (c.field.replace("_", " "), c.expect.strip()) for c in (*step.expected.when, *step.claims)
+    }
+    for name, value in LITERAL.findall(step.explain):
+        assert (name.lower(), value) in pinned, f"{step.scenario}: '{name} = {value}' is literal"
+
+
+def test_a_claim_the_run_breaks_keeps_the_explanation_from_being_the_runs():
+    step = next(s for _, _, s in STEPS if s.scenario == "consumer-crash")
+    run = {
+        "at-least-once": {"duplicates": 5, "lost": 0},
+        "at-most-once": {"lost": 0},  # the explanation says at-most-once lost some
+        "exactly-once": {"duplicates": 0, "lost": 0},
+    }
+    assert judge_prediction(step, "duplicates", run).room_right
+    assert [c.describe() for c in step.contradicted(run)] == ["lost >= 1 at at-most-once"]
+
+
+def test_every_step_names_levels_its_scenario_runs():
+    for name, _, step in STEPS:
+        levels = load_scenario(list_scenarios()[step.scenario]).levels
+        for c in (*[c for o in step.options for c in o.when], *step.claims):
+            assert c.level in levels, (name, step.scenario, c.level)
+
+
+def test_lesson_minutes_add_up():
     for name, path in list_lessons().items():
         lesson = load_lesson(path)
         assert sum(step.minutes for step in lesson.steps) <= lesson.minutes, name
-        for step in lesson.steps:
-            scenario = load_scenario(scenarios[step.scenario])
-            assert step.check.level in scenario.levels, (name, step.scenario)
-            assert step.check.field in scenario.teaches.get(step.check.level, {}) or (
-                step.check.field in scenario.expect.get(step.check.level, {})
-            ), (name, step.scenario, step.check.field)
+
+
+def test_the_progress_of_a_lesson_keeps_each_steps_prediction_and_runs():
+    progress = LessonProgress(lesson="delivery-guarantees")
+    progress.at(0).vote = "two"
+    progress.at(0).runs.append("run-1")
+    progress.step = 3
+    assert progress.at(0).vote == "two" and progress.at(0).runs == ["run-1"]
+    assert progress.at(3).vote is None and not progress.at(3).locked
+
+
+def test_an_option_holds_only_when_every_condition_does():
+    option = Option(
+        text="x",
+        when=[
+            condition("at-least-once", "duplicates", ">=1"),
+            condition("at-least-once", "lost", "0"),
+        ],
+    )
+    assert option.holds(RESULTS) is True
+    assert option.holds({"at-least-once": {"duplicates": 5, "lost": 1}}) is False
+    assert option.holds({"at-least-once": {"duplicates": 5}}) is None

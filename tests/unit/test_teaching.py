@@ -19,9 +19,11 @@ def step(scenario: str) -> Step:
     return Step(
         scenario=scenario,
         question="?",
-        options=["a"],
+        options=[
+            {"text": "a", "when": [{"level": "at-least-once", "field": "lost", "expect": "0"}]},
+            {"text": "b", "when": [{"level": "at-least-once", "field": "lost", "expect": ">=1"}]},
+        ],
         answer="a",
-        check={"level": "at-least-once", "field": "duplicates", "expect": "0"},
         explain=".",
     )
 
