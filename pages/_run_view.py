@@ -174,16 +174,25 @@ TEACHING_LABELS = {
     "reordered": "reordered",
     "acked": "acknowledged",
     "aborted_visible": "aborted, yet visible",
+    "never_sent": "never sent",
+    "not_processed": "not processed yet",
     "fenced": "zombie writes fenced",
     "effects": "effects in the database",
     "duplicates_absorbed": "duplicates absorbed",
 }
 
 
+# Counts the card's sentence may cite (explain.headline): on the card whenever they are not
+# zero, so the sentence never names a number the card does not show.
+CITED_COUNTS = (*ANOMALY_COUNTS, "never_sent", "not_processed")
+
+
 def teaching_counts(level: str, result: dict[str, Any], teaches: dict[str, Any]) -> list[str]:
-    """The counts this level's card shows: delivered, then what the scenario teaches."""
+    """The counts this level's card shows: delivered, what the scenario teaches, then every
+    other count its sentence may cite that this run made."""
     taught = [k for k in (teaches.get(level) or {}) if k in result and k != "delivered"]
-    return ["delivered", *taught] if taught else ["delivered", "duplicates", "lost"]
+    shown = ["delivered", *taught] if taught else ["delivered", "duplicates", "lost"]
+    return shown + [k for k in CITED_COUNTS if (result.get(k) or 0) > 0 and k not in shown]
 
 
 def level_heading(level: str, result: dict[str, Any]) -> str:

@@ -285,6 +285,20 @@ def test_the_lesson_scrolls_to_its_explanation_after_the_run(browser, dashboard)
         assert box is not None and 0 <= box["y"] < 300, box
         tab.screenshot(path=str(ARTIFACTS / "lesson-explain-1080.png"))
         no_error_box(tab)
+        # The guide sends the teacher to Metrics mid-class: through the sidebar (the same
+        # session) to three other pages and back, the step, the vote and the run are kept.
+        for page, heading in (
+            ("Free play", "Free play"),
+            ("Metrics", "Metrics"),
+            ("Replay", "Replay"),
+            ("Lesson", "Delivery guarantees"),
+        ):
+            tab.get_by_role("link", name=page, exact=True).click()
+            tab.get_by_role("heading", name=heading).first.wait_for()
+        tab.get_by_text("The room was right: the run shows “two”.").wait_for()
+        expect(tab.get_by_role("radiogroup").get_by_role("radio", name="two")).to_be_checked()
+        expect(tab.get_by_role("button", name="▶ Run this step again")).to_be_visible()
+        no_error_box(tab)
     finally:
         tab.close()
 

@@ -312,3 +312,61 @@ def test_a_quoted_log_line_stays_verbatim_and_the_projector_names_no_topic():
     shown = " ".join([m.value for m in projector.markdown] + [c.value for c in projector.code])
     assert "lab.2026" not in shown
     assert "its copy of the level's topic was deleted" in shown
+
+
+# The words a card's sentence (explain.headline) uses for each count it may cite.
+CITED_WORDS = {
+    "duplicate": "duplicates",
+    " lost": "lost",
+    "out of order": "reordered",
+    "aborted record": "aborted_visible",
+    "never sent": "never_sent",
+    "not processed yet": "not_processed",
+}
+
+
+def recorded_level_results() -> list[tuple[str, str, dict]]:
+    """Every level of every recorded real run, as the run's result.json holds it."""
+    import json
+    import tarfile
+    from pathlib import Path
+
+    out = []
+    for archive in sorted((Path(__file__).parents[1] / "data/recorded/runs").glob("*.tar.gz")):
+        with tarfile.open(archive) as tar:
+            member = next(m for m in tar.getmembers() if m.name.endswith("/result.json"))
+            results = json.load(tar.extractfile(member))["results"]
+        out += [(archive.name.split(".")[0], level, r) for level, r in results.items()]
+    return out
+
+
+def test_a_card_shows_every_count_its_sentence_cites():
+    from engine.scenario import list_scenarios, load_scenario
+    from pages._run_view import teaching_counts
+
+    checked = 0
+    for name, level, result in recorded_level_results():
+        headline = (result.get("explain") or {}).get("headline") or ""
+        teaches = load_scenario(list_scenarios()[name]).teaches if name in list_scenarios() else {}
+        shown = teaching_counts(level, result, teaches)
+        for words, key in CITED_WORDS.items():
+            if words in headline:
+                assert key in shown, (name, level, headline, shown)
+                checked += 1
+    assert checked >= 10  # the recorded runs cite duplicates, losses and reorderings
+
+
+def test_a_count_the_sentence_cites_joins_the_taught_ones_only_when_not_zero():
+    from pages._run_view import teaching_counts
+
+    result = {**CLEAN, "delivered": 30, "reordered": 5, "never_sent": 0}
+    assert teaching_counts("at-most-once", result, {"at-most-once": {"lost": "0"}}) == [
+        "delivered",
+        "lost",
+        "reordered",
+    ]
+    assert teaching_counts("at-most-once", {**result, "reordered": 0}, {}) == [
+        "delivered",
+        "duplicates",
+        "lost",
+    ]
