@@ -43,6 +43,10 @@ class ReadBack:
     isolation: str  # the level's own
     at_level: list[StoredRecord]
     committed: list[StoredRecord]  # the same topic at read_committed
+    # The same topic at read_uncommitted, read for a read_committed level only: what a reader
+    # left at the Java consumer's default isolation would get (exactly-once is exact for
+    # read_committed readers only).
+    uncommitted: list[StoredRecord] | None = None
     # Partitions whose transaction was still open after waiting `waited_s`: (LSO, high wm).
     still_open: dict[int, tuple[int, int]] = field(default_factory=dict)
     waited_s: float = 0.0
@@ -56,6 +60,9 @@ class ReadBack:
             "isolation": self.isolation,
             "at_level": [asdict(r) for r in self.at_level],
             "read_committed": [asdict(r) for r in self.committed],
+            "read_uncommitted": None
+            if self.uncommitted is None
+            else [asdict(r) for r in self.uncommitted],
             "open_transactions": {str(p): list(ends) for p, ends in self.still_open.items()},
             "waited_s": self.waited_s,
             "in_sync": self.in_sync,
@@ -70,6 +77,9 @@ class ReadBack:
             isolation=data["isolation"],
             at_level=[StoredRecord(**r) for r in data["at_level"]],
             committed=[StoredRecord(**r) for r in data["read_committed"]],
+            uncommitted=None
+            if data.get("read_uncommitted") is None
+            else [StoredRecord(**r) for r in data["read_uncommitted"]],
             still_open={
                 int(p): (int(ends[0]), int(ends[1]))
                 for p, ends in data.get("open_transactions", {}).items()
@@ -115,6 +125,15 @@ class Effects:
     effect_store: str
 
 
+@dataclass(frozen=True)
+class UncommittedReader:
+    """What a read_uncommitted reader of a read_committed level's topic counts: the records of
+    aborted transactions it returns, and the duplicates they make beside the committed copies."""
+
+    read_uncommitted_duplicates: int
+    read_uncommitted_aborted: int
+
+
 @dataclass
 class LevelResult:
     """One level's judged result: `engine run --json`'s per-level object, typed."""
@@ -126,6 +145,7 @@ class LevelResult:
     explanation: Explanation
     open_transactions: dict[int, tuple[int, int]] = field(default_factory=dict)
     effects: Effects | None = None
+    uncommitted_reader: UncommittedReader | None = None
 
     def to_json(self) -> dict[str, Any]:
         s = self.settings
@@ -140,6 +160,7 @@ class LevelResult:
             "producer_config": s.producer_config,
             "consumer_config": s.consumer_config,
             **(asdict(self.effects) if self.effects else {}),
+            **(asdict(self.uncommitted_reader) if self.uncommitted_reader else {}),
             "open_transactions": {str(p): list(e) for p, e in self.open_transactions.items()},
             "explain": self.explanation.to_json(),
         }
@@ -180,6 +201,12 @@ class LevelResult:
             )
             if has_effects
             else None,
+            uncommitted_reader=UncommittedReader(
+                read_uncommitted_duplicates=data["read_uncommitted_duplicates"],
+                read_uncommitted_aborted=data["read_uncommitted_aborted"],
+            )
+            if data.get("read_uncommitted_duplicates") is not None
+            else None,
         )
 
 
@@ -202,6 +229,18 @@ def judge(history: list[dict[str, Any]], read: ReadBack, settings: LevelSettings
     )
     faults = faults_of(history, read.proxy_faults)
     effects = effects_of(history, read.effect_rows)
+    uncommitted_reader = None
+    if read.uncommitted is not None:
+        # The same judgement from the other reader's records: its copies beyond the first,
+        # and those of aborted transactions (absent from the read_committed view).
+        _, seen = check(
+            ledger=settings.ledger,
+            history=history,
+            stored=read.uncommitted,
+            committed_view=read.committed,
+            producer_procs=PRODUCER_PROCS,
+        )
+        uncommitted_reader = UncommittedReader(seen.duplicates, seen.aborted_visible)
     why = explain(settings.level, settings.pipeline, history, counts, verdicts)
     why.evidence += broker_answers(faults)
     why.evidence += lost_coordinator_messages(faults)
@@ -226,6 +265,7 @@ def judge(history: list[dict[str, Any]], read: ReadBack, settings: LevelSettings
         explanation=why,
         open_transactions=dict(read.still_open),
         effects=effects,
+        uncommitted_reader=uncommitted_reader,
     )
     return Judgement(verdicts=verdicts, result=result)
 

@@ -37,10 +37,15 @@ class LessonError(LabError):
 EFFECT_COUNTS = ("effects", "effect_ids", "duplicates_absorbed")
 
 
+# A read_committed level's counts as a read_uncommitted reader would make them
+# (engine.judge.UncommittedReader), likewise.
+UNCOMMITTED_READER_COUNTS = ("read_uncommitted_duplicates", "read_uncommitted_aborted")
+
+
 def count_fields() -> frozenset[str]:
     """The integer counts a judged level carries: a condition may name only these."""
     counts = (f.name for f in dataclasses.fields(LevelCounts) if f.type in ("int", int))
-    return frozenset((*counts, *EFFECT_COUNTS))
+    return frozenset((*counts, *EFFECT_COUNTS, *UNCOMMITTED_READER_COUNTS))
 
 
 # An explanation's reference to a count of the run: {at-least-once.duplicates}.
@@ -217,7 +222,7 @@ class Step(BaseModel):
 
         def count(match: re.Match[str]) -> str:
             value = results.get(match[1], {}).get(match[2])
-            return "?" if value is None else str(value)
+            return "n/a (not recorded in this run)" if value is None else str(value)
 
         return PLACEHOLDER.sub(count, self.explain)
 

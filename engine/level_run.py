@@ -541,11 +541,17 @@ class LevelRun:
             if self.isolation == "read_committed"
             else read_topic(direct, self.judged_topic, "read_committed", partitions)
         )
+        uncommitted = (
+            read_topic(direct, self.judged_topic, "read_uncommitted", partitions)
+            if self.isolation == "read_committed"
+            else None
+        )
         self._wait_for_sink(len(at_level))
         return ReadBack(
             isolation=self.isolation,
             at_level=at_level,
             committed=committed,
+            uncommitted=uncommitted,
             still_open=still_open,
             waited_s=waited_s,
             in_sync=in_sync,

@@ -176,6 +176,7 @@ TEACHING_LABELS = {
     "aborted_visible": "aborted, yet visible",
     "never_sent": "never sent",
     "not_processed": "not processed yet",
+    "read_uncommitted_duplicates": "duplicates at read_uncommitted",
     "fenced": "zombie writes fenced",
     "effects": "effects in the database",
     "duplicates_absorbed": "duplicates absorbed",
@@ -192,7 +193,10 @@ def teaching_counts(level: str, result: dict[str, Any], teaches: dict[str, Any])
     other count its sentence may cite that this run made."""
     taught = [k for k in (teaches.get(level) or {}) if k in result and k != "delivered"]
     shown = ["delivered", *taught] if taught else ["delivered", "duplicates", "lost"]
-    return shown + [k for k in CITED_COUNTS if (result.get(k) or 0) > 0 and k not in shown]
+    cited = [k for k in CITED_COUNTS if (result.get(k) or 0) > 0 and k not in shown]
+    # A read_committed level's duplicates as a read_uncommitted reader would count them.
+    other = ["read_uncommitted_duplicates"] if result.get("read_uncommitted_duplicates") else []
+    return shown + cited + other
 
 
 def level_heading(level: str, result: dict[str, Any]) -> str:
@@ -272,6 +276,13 @@ def render_count_cards(results: dict[str, Any], *, presenter: bool = False) -> N
                 extra.append(f"🛡️ **{result['fenced']}** write(s) fenced")
             if result.get("aborted_visible"):
                 extra.append(f"👻 **{result['aborted_visible']}** aborted record(s) visible")
+            if result.get("read_uncommitted_duplicates") is not None:
+                extra.append(
+                    f"👓 A read_uncommitted reader of this topic (the Java consumer's default "
+                    f"isolation) reads **{result['read_uncommitted_aborted']}** record(s) of "
+                    f"aborted transactions and counts **{result['read_uncommitted_duplicates']}** "
+                    "duplicate(s): exactly-once holds for read_committed readers"
+                )
             if "effects" in result:
                 extra.append(
                     f"🗝️ **{result['effects']}** effect(s) applied in the database; "

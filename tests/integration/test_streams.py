@@ -109,6 +109,26 @@ def test_the_engine_counts_equal_kcats(crash_run):
         assert result["lost"] == 0 == len(set(range(30)) - set(ids)), level
 
 
+@pytest.mark.parametrize("run", ["crash_run", "zombie_run"])
+def test_a_read_uncommitted_reader_of_exactly_once_v2_counts_what_kcat_does(run, request, cluster1):
+    """exactly_once_v2 is exact for read_committed readers: kcat at read_uncommitted (the Java
+    consumer's default isolation) reads the aborted transactions' results too, and the
+    level's read_uncommitted counts equal kcat's; at read_committed kcat sees no duplicate."""
+    result = request.getfixturevalue(run)["levels"][EOS]["result"]
+    values = kcat_values(
+        cluster1.direct_bootstrap, result["sink_topic"], isolation="read_uncommitted"
+    )
+    everything = streams.results_of(values)
+    committed = request.getfixturevalue(run)["levels"][EOS]["kcat"]
+    assert result["read_uncommitted_duplicates"] == kcat_duplicates(everything)
+    assert result["read_uncommitted_aborted"] == len(everything) - len(committed)
+    assert kcat_duplicates(committed) == result["duplicates"] == 0
+    # The at_least_once level reads at read_uncommitted itself: no other reader to count.
+    assert (
+        "read_uncommitted_duplicates" not in request.getfixturevalue(run)["levels"][ALOS]["result"]
+    )
+
+
 def test_the_crash_lands_after_the_12th_acknowledged_result_before_a_commit(crash_run):
     for level, data in crash_run["levels"].items():
         first = history(data["folder"], "processor")
