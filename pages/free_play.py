@@ -44,10 +44,12 @@ COUNT_ROWS = [
     ("Sent by the producer", lambda s: s.sent),
     ("Acknowledged", lambda s: s.acked),
     ("Failed (producer gave up)", lambda s: s.failed),
-    ("Read by the processor", lambda s: s.read),
+    # Reads and sightings are events, not ids: a batch read again after an abort or a restart
+    # counts again, so these may exceed what was sent, and the labels say so.
+    ("Reads by the processor (a re-read counts again)", lambda s: s.read),
     ("Outputs written", lambda s: s.outputs),
-    ("Seen by the sink", lambda s: s.seen),
-    ("Seen more than once", lambda s: s.seen - s.seen_ids),
+    ("Seen by the sink (copies included)", lambda s: s.seen),
+    ("Seen more than once (copies beyond the first)", lambda s: s.seen - s.seen_ids),
 ]
 
 st.title("Free play")
