@@ -40,6 +40,7 @@ from pathlib import Path
 
 from engine.cluster.embedded import EmbeddedCluster
 from engine.errors import LabError
+from engine.lesson import list_lessons, load_lesson
 from engine.runner import run_scenario
 from engine.scenario import Scenario, list_scenarios, load_scenario, with_client
 
@@ -85,6 +86,9 @@ class Point:
     made: int = 0
     misses: list[str] = field(default_factory=list)
     seconds: list[float] = field(default_factory=list)
+    # Lesson steps on this scenario whose explanation the run contradicted (its answer or a
+    # claim did not hold): the page then shows the explanation as "not this run".
+    contradicted: list[str] = field(default_factory=list)
 
     @property
     def label(self) -> str:
@@ -120,6 +124,19 @@ def at_point(scenario: Scenario, point: Point) -> Scenario:
     return scenario.model_copy(update={"workload": workload})
 
 
+def lesson_contradictions(scenario: str, results: dict) -> list[str]:
+    """Each lesson step on the scenario whose answer or claims this run breaks, in words."""
+    out = []
+    for lesson, path in list_lessons().items():
+        for step in load_lesson(path).steps:
+            if step.scenario != scenario:
+                continue
+            for condition in step.contradicted(results):
+                value = results.get(condition.level, {}).get(condition.field)
+                out.append(f"{lesson}: {condition.describe()} (the run: {value})")
+    return out
+
+
 def measure(scenario: Scenario, cluster, point: Point, repeats: int) -> None:
     variant = at_point(scenario, point)
     point.refused = variant.cannot_teach()
@@ -130,6 +147,7 @@ def measure(scenario: Scenario, cluster, point: Point, repeats: int) -> None:
         try:
             output = run_scenario(variant, cluster)
             missed = variant.lesson_missed(output["results"])
+            point.contradicted += lesson_contradictions(scenario.name, output["results"])
         except LabError as exc:
             missed = [f"the run failed: {exc}"]
         point.seconds.append(round(time.monotonic() - began, 1))
@@ -226,8 +244,8 @@ def moving_table(outcomes: list[dict]) -> str:
 def table(points: list[Point]) -> str:
     lines = [
         "| scenario | grid points | refused before the run | runs | lesson made | "
-        "median wall time (s) |",
-        "|---|---|---|---|---|---|",
+        "lesson explanation contradicted | median wall time (s) |",
+        "|---|---|---|---|---|---|---|",
     ]
     by_scenario: dict[str, list[Point]] = {}
     for point in points:
@@ -239,12 +257,20 @@ def table(points: list[Point]) -> str:
         median = seconds[len(seconds) // 2] if seconds else 0.0
         share = f"{made}/{runs} ({100 * made / runs:.0f}%)" if runs else "-"
         refused = sum(1 for p in rows if p.refused)
-        lines.append(f"| {name} | {len(rows)} | {refused} | {runs} | {share} | {median:.1f} |")
+        against = sum(len(p.contradicted) for p in rows)
+        lines.append(
+            f"| {name} | {len(rows)} | {refused} | {runs} | {share} | {against} | {median:.1f} |"
+        )
     misses = [p for p in points if p.misses]
     if misses:
         lines.append("")
         lines.append("Misses:")
         lines += [f"- {p.scenario} at {p.label}: {m}" for p in misses for m in p.misses]
+    against = [p for p in points if p.contradicted]
+    if against:
+        lines.append("")
+        lines.append("Lesson explanations a run contradicted (shown as not that run's):")
+        lines += [f"- {p.scenario} at {p.label}: {c}" for p in against for c in p.contradicted]
     refused = [p for p in points if p.refused]
     if refused:
         lines.append("")

@@ -232,3 +232,14 @@ def test_an_option_holds_only_when_every_condition_does():
     assert option.holds(RESULTS) is True
     assert option.holds({"at-least-once": {"duplicates": 5, "lost": 1}}) is False
     assert option.holds({"at-least-once": {"duplicates": 5}}) is None
+
+
+def test_the_fidelity_benchmark_lists_the_explanations_a_run_contradicts():
+    from benchmarks.fidelity import lesson_contradictions
+
+    assert lesson_contradictions("consumer-crash", RUNS["consumer-crash"]) == []
+    changed = {**RUNS["consumer-crash"], "at-most-once": {**RUNS["consumer-crash"]["at-most-once"]}}
+    changed["at-most-once"]["lost"] = 0
+    assert lesson_contradictions("consumer-crash", changed) == [
+        "delivery-guarantees: lost >= 1 at at-most-once (the run: 0)"
+    ]
