@@ -6,8 +6,9 @@ import streamlit as st
 
 from engine.recovery import recover
 from engine.room import VIEWER, PresenterKeyError
+from pages._keep import kept
 from pages._presenter import presenter_controls
-from pages._roles import rehearsal_link, session_role, viewer_line
+from pages._roles import guard_clear_cache, rehearsal_link, session_role, viewer_line
 from pages._shared import mark_app_ran, show_error
 from pages._spark import autostart_spark
 from pages.cluster_panel import render_cluster_panel
@@ -15,7 +16,9 @@ from pages.cluster_panel import render_cluster_panel
 st.set_page_config(page_title="Kafka failure lab", page_icon="🧪", layout="wide")
 mark_app_ran()
 # Once per server process: end what a crashed dashboard left running, mark its runs interrupted.
-st.cache_resource(show_spinner=False)(recover)()
+# Kept, not cached: a browser's clear_cache must not run it again beside a live run.
+kept(recover)()
+guard_clear_cache()
 # A card's label wraps rather than ending in "…": at 150% zoom four levels side by side leave
 # each card little room, and "Delive…" teaches nothing. It wraps between words only
 # ("Delivere d" teaches nothing either), and shrinks with the window to fit one word a line;

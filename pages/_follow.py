@@ -27,6 +27,7 @@ from engine import record
 from engine.errors import LabError
 from engine.live import LevelSnapshot, RunWatch
 from engine.runner import Schedule
+from pages._keep import kept
 from pages._live_view import LiveView
 from pages._run_view import render_run
 from pages._shared import show_error
@@ -147,7 +148,7 @@ def ended(run_id: str) -> bool:
     return record.run_status(run_id) in ("complete", "failed")
 
 
-@st.cache_resource
+@kept
 def room_feed() -> RoomFeed:
     return RoomFeed()
 

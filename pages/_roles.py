@@ -13,10 +13,12 @@ session, which needs the link again.
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 
 import streamlit as st
+from streamlit.runtime.app_session import AppSession
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from engine import settings
@@ -31,6 +33,7 @@ from engine.room import (
     refuse,
     serves_a_room,
 )
+from pages._keep import kept
 
 
 class RoleTable:
@@ -68,7 +71,7 @@ class RoleTable:
             return session in self._wrong_key
 
 
-@st.cache_resource
+@kept
 def role_table() -> RoleTable:
     return RoleTable()
 
@@ -178,3 +181,46 @@ def viewer_line() -> str:
         "You are watching the presenter. To present, open the presenter link printed in the "
         "terminal where the dashboard started."
     )
+
+
+def presents(session: str) -> bool:
+    """Whether a session holds the presenter role, asked outside its script run (for a
+    message its browser sent): the same rule as session_role, without reading an address."""
+    try:
+        key = room_key()
+    except PresenterKeyError:
+        return False
+    table = role_table()
+    return (
+        table.is_presenter(session) if key is not None else not table.is_rehearsal_viewer(session)
+    )
+
+
+_LOG = logging.getLogger("lab.room")
+_refused_clears: set[str] = set()
+
+
+def guard_clear_cache() -> None:
+    """Refuse a viewer's `clear_cache` message, and log it once per session.
+
+    Streamlit clears every session's caches on that message, from any browser. The room's
+    state no longer lives in a cache (pages._keep), so what a viewer could still cost the room
+    is the caches' recomputation: the presenter's "Clear cache" keeps working, a viewer's is
+    dropped. Streamlit has no hook for its browser messages, so its handler is wrapped here.
+    """
+    original = AppSession._handle_clear_cache_request
+    if getattr(original, "lab_guard", False):
+        return
+
+    def guarded(session: AppSession) -> None:
+        if presents(session.id):
+            original(session)
+            return
+        with role_table()._lock:
+            first = session.id not in _refused_clears
+            _refused_clears.add(session.id)
+        if first:  # the id stays private: a copied id would let a browser resume the session
+            _LOG.warning("A viewer's clear_cache message was refused (logged once a session).")
+
+    guarded.lab_guard = True  # type: ignore[attr-defined]
+    AppSession._handle_clear_cache_request = guarded  # type: ignore[method-assign]

@@ -18,6 +18,8 @@ from typing import Any
 
 import streamlit as st
 
+from pages._keep import kept
+
 
 @dataclass(frozen=True)
 class Shared:
@@ -45,7 +47,7 @@ class RoomResults:
             return self._latest.get(kind)
 
 
-@st.cache_resource
+@kept
 def room_results() -> RoomResults:
     return RoomResults()
 

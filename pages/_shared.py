@@ -11,6 +11,7 @@ import streamlit as st
 
 from engine.cluster.service import ClusterService, NodeAdvice, SharedExclusiveLock, node_advice
 from engine.errors import LabError
+from pages._keep import kept
 from pages._roles import require_presenter
 
 # The service's names, as the pages and their tests take them from here.
@@ -47,7 +48,7 @@ def require_app() -> None:
     # Otherwise the page runs alone on purpose (Streamlit's AppTest of one page file).
 
 
-@st.cache_resource
+@kept
 def cluster_service() -> ClusterService:
     return ClusterService(authorize=require_presenter)
 

@@ -11,9 +11,8 @@ import time
 from concurrent.futures import Future
 from typing import TYPE_CHECKING
 
-import streamlit as st
-
 from engine import settings
+from pages._keep import kept
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -119,7 +118,7 @@ class SparkService:
         return self._future.result(timeout=timeout)
 
 
-@st.cache_resource
+@kept
 def spark_service() -> SparkService:
     return SparkService()
 

@@ -13,6 +13,7 @@ from engine.checker import LATENCY_DEFINITION
 from engine.errors import LabError
 from engine.metrics import streaming
 from engine.metrics.compute import RECORD_SOURCE, STREAM_SOURCE
+from pages._keep import kept
 from pages._metrics_view import (
     COMPARED,
     draw_damage,
@@ -97,7 +98,7 @@ class Computations:
             return self._runs.setdefault(run_id, threading.Lock())
 
 
-@st.cache_resource
+@kept
 def computations() -> Computations:
     return Computations()
 
