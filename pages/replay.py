@@ -98,7 +98,9 @@ chosen = st.selectbox(
     placeholder="Choose a run (none has ended yet)",
 )
 if asked is not None and all(meta.get("run_id") != asked for meta in runs):
-    st.warning(f"There is no run '{asked}' here; the newest run is shown.", icon="🔎")
+    # The address is anyone's to write: its value is shown as code, never read as Markdown.
+    shown = asked.replace("`", "")[:80]
+    st.warning(f"There is no run `{shown}` here; the newest run is shown.", icon="🔎")
 if chosen is None:
     st.info("Every recorded run is interrupted or still going on: choose one above to look.")
     st.stop()

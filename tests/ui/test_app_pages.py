@@ -103,6 +103,24 @@ def test_replay_without_runs_says_how_to_make_one(monkeypatch, tmp_path):
     assert any("No recorded runs yet" in i.value for i in at.info)
 
 
+def test_replay_shows_a_crafted_run_parameter_as_text(monkeypatch, tmp_path):
+    """?run= is anyone's to write: a Markdown link in it must not become a link."""
+    import tarfile
+
+    monkeypatch.setenv("LAB_AUTOSTART", "0")
+    monkeypatch.setenv("LAB_RUNS_DIR", str(tmp_path))
+    archive = paths.REPO_ROOT / "tests/data/recorded/runs/ack-loss.tar.gz"
+    with tarfile.open(archive) as tar:
+        tar.extractall(tmp_path, filter="data")
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.query_params["run"] = "x](https://example.invalid) [click`"
+    at.run()
+    at.switch_page("pages/replay.py").run()
+    assert not at.exception
+    warning = next(w.value for w in at.warning if "There is no run" in w.value)
+    assert warning.startswith("There is no run `x](https://example.invalid) [click` here")
+
+
 def test_every_lesson_file_validates():
     from engine.lesson import list_lessons, load_lesson
 
