@@ -13,8 +13,8 @@ from functools import cache
 from pathlib import Path
 
 from engine import paths
-from engine.lesson import Lesson, list_lessons, load_lesson
-from engine.scenario import list_scenarios, load_scenario
+from engine.lesson import Lesson, LessonError, list_lessons, load_lesson
+from engine.scenario import ScenarioError, list_scenarios, load_scenario
 
 # The class every other builds on: the three guarantees, one failure at a time.
 FIRST_LESSON = "delivery-guarantees"
@@ -140,8 +140,12 @@ def scenario_label(scenario: str) -> str:
     the cluster it needs and how long a run usually takes."""
     group = group_of(scenario)
     where = f"{group.short} · " if group else ""
+    try:
+        nodes = nodes_text(scenario_nodes(scenario))
+    except ScenarioError as exc:  # one broken file is named in its line, the rest still work
+        return f"{scenario} — ⚠️ the file does not load: {exc}"
     length = describe_seconds(recorded_seconds(scenario))
-    return f"{scenario} — {where}{nodes_text(scenario_nodes(scenario))} · {length}"
+    return f"{scenario} — {where}{nodes} · {length}"
 
 
 def lesson_nodes(lesson: Lesson) -> int:
@@ -168,7 +172,11 @@ def lesson_plans() -> list[LessonPlan]:
 def _plans(files: tuple[tuple[Path, int], ...]) -> tuple[LessonPlan, ...]:
     plans = []
     for path, _ in files:
-        lesson = load_lesson(path)
+        try:
+            lesson = load_lesson(path)
+            lesson_nodes(lesson)
+        except (LessonError, ScenarioError):
+            continue  # the Lesson page names what is wrong with it when it is chosen
         plans.append(
             LessonPlan(
                 path.stem, lesson.title, lesson.minutes, len(lesson.steps), lesson_nodes(lesson)

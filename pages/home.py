@@ -22,7 +22,11 @@ st.markdown(
 )
 
 st.header("Where to start")
-first, *others = lesson_plans()
+plans = lesson_plans()
+if not plans:
+    st.error("No lesson file in lessons/ loads: open the Lesson page to see what is wrong.")
+    st.stop()
+first, *others = plans
 with st.container(border=True):
     st.subheader(f"🎓 {first.title}")
     st.markdown(

@@ -12,7 +12,7 @@ import streamlit.components.v1 as components
 from engine import record
 from engine.errors import LabError
 from engine.lesson import LessonProgress, Step, judge_prediction, list_lessons, load_lesson
-from engine.scenario import list_scenarios, load_scenario
+from engine.scenario import ScenarioError, list_scenarios, load_scenario
 from engine.teaching import FIRST_LESSON, lesson_nodes, scenario_nodes
 from pages._follow import follow_panel
 from pages._roles import is_presenter
@@ -160,11 +160,15 @@ progress.step = min(progress.step, len(lesson.steps) - 1)
 index = progress.step
 step = lesson.steps[index]
 here = progress.at(index)
-scenario = load_scenario(list_scenarios()[step.scenario])
+try:
+    scenario = load_scenario(list_scenarios()[step.scenario])
+    needed = lesson_nodes(lesson)
+    largest = [s.scenario for s in lesson.steps if scenario_nodes(s.scenario) == needed]
+except ScenarioError as exc:  # a broken scenario file: named in one line, never a traceback
+    show_error(exc)
+    st.stop()
 
 st.title(lesson.title)
-needed = lesson_nodes(lesson)
-largest = [s.scenario for s in lesson.steps if scenario_nodes(s.scenario) == needed]
 st.caption(
     f"{len(lesson.steps)} steps · {lesson.minutes} min · a {needed}-node cluster"
     + ("" if needed == 1 else f" (for {', '.join(largest)})")

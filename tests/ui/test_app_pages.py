@@ -374,3 +374,38 @@ def test_the_dashboards_own_cluster_restarts_with_3_nodes_for_broker_failover(mo
     finally:
         service.stop()
         cluster_service.clear()
+
+
+def test_a_broken_scenario_or_lesson_file_is_named_in_one_line_and_the_rest_works(
+    monkeypatch, tmp_path
+):
+    """One malformed file in scenarios/ (or lessons/) never replaces a page with a traceback:
+    its line in the picker says what is wrong, and the other scenarios still open."""
+    import shutil
+
+    from engine import lesson as lesson_module
+    from engine import scenario as scenario_module
+
+    scenarios = tmp_path / "scenarios"
+    shutil.copytree(paths.REPO_ROOT / "scenarios", scenarios)
+    (scenarios / "zz-broken.yaml").write_text("name: zz-broken\\nfaults: [{kind: nonsense}]\\n")
+    (scenarios / "zz-bad-yaml.yaml").write_text("name: [unclosed\\n")
+    lessons = tmp_path / "lessons"
+    shutil.copytree(paths.REPO_ROOT / "lessons", lessons)
+    (lessons / "zz-broken.yaml").write_text("title: t\\nsteps: [{scenario: zz-broken}]\\n")
+    monkeypatch.setattr(scenario_module, "scenarios_dir", lambda: scenarios)
+    monkeypatch.setattr(lesson_module, "lessons_dir", lambda: lessons)
+    monkeypatch.setenv("LAB_AUTOSTART", "0")
+    at = AppTest.from_file(APP, default_timeout=60).run()
+    assert not at.exception, "home"
+    at.switch_page("pages/failure_lab.py").run()
+    assert not at.exception
+    picker = at.selectbox(key="lab_scenario")
+    broken = [o for o in picker.options if o.startswith("zz-")]
+    assert len(broken) == 2 and all("⚠️ the file does not load: " in o for o in broken), broken
+    assert all("\\n" not in o for o in broken)
+    picker.set_value("zz-broken").run()
+    assert not at.exception and at.error  # the page says it, in its place
+    at.switch_page("pages/lesson.py").run()
+    at.selectbox(key="lesson_name").set_value("zz-broken").run()
+    assert not at.exception and at.error
