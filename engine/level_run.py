@@ -414,6 +414,7 @@ class LevelRun:
             if proxy_tail is not None:
                 nemesis.observe(self._our_proxy_events(proxy_tail.read_new()))
             nemesis.tick()
+            self.fail_on_outside_death()
             if nemesis.pending and self.clients_finished():
                 nemesis.drop_unreachable()
             if nemesis.done and self.clients_finished():
@@ -425,6 +426,16 @@ class LevelRun:
                     "folder)"
                 )
             time.sleep(0.05)
+
+    def fail_on_outside_death(self) -> None:
+        """End this level at once when one of its roles was killed from outside the lab: its
+        work will never be done, and waiting for timeout_s would only hide why."""
+        for process in self.processes:
+            if (how := process.died_outside_the_lab()) is not None:
+                raise RunFailed(
+                    f"{self.level.name}: {how}, so this level cannot finish; the other levels "
+                    "go on and are recorded (its log is in the run folder)"
+                )
 
     def _our_proxy_events(self, events: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """The proxy's events caused by this level's clients, as history-shaped events."""

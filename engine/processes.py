@@ -34,6 +34,7 @@ class RoleProcess:
     java: bool = False  # `role` is a main class in java/ (engine/java_roles.py)
     log_path: Path | None = None
     exit_code: int | None = None  # once it has exited and been reaped
+    ended_at: float | None = None  # when the lab saw it gone
 
     @property
     def base(self) -> str:
@@ -74,6 +75,7 @@ class RoleProcess:
             return True
         if self.exit_code is None:
             self.exit_code = code
+            self.ended_at = time.time()
             leash.forget(self.popen.pid)  # exited and reaped: no later dashboard need end it
             self._note_exit(code)
         return False
@@ -85,6 +87,14 @@ class RoleProcess:
             return
         with contextlib.suppress(OSError), self.log_path.open("a") as log:
             log.write(f"[lab] {self.name} {exit_words(code, killed=self.killed)}\n")
+
+    def died_outside_the_lab(self) -> str | None:
+        """How it died, when a signal the lab did not send ended it (a person's kill, the OOM
+        killer); None while it lives or when it ended on its own or by the lab's hand."""
+        if self.alive() or self.exit_code is None or self.exit_code >= 0 or self.killed:
+            return None
+        when = time.strftime("%H:%M:%S", time.localtime(self.ended_at or time.time()))
+        return f"{self.name} {exit_words(self.exit_code)} at {when}"
 
     def kill(self) -> None:
         """SIGKILL: no clean-up, no flush, no commit."""

@@ -357,6 +357,8 @@ def _drive_together(
         keys = set().union(*counts.values())
         nemesis.counts = Counter({k: min(c[k] for c in counts.values()) for k in keys})
         nemesis.tick()
+        for level_run in runs:  # the levels share the faults: one dead role ends them all
+            level_run.fail_on_outside_death()
         if nemesis.pending and all(level_run.clients_finished() for level_run in runs):
             nemesis.drop_unreachable()
         if nemesis.done and all(level_run.clients_finished() for level_run in runs):

@@ -42,3 +42,24 @@ def test_the_labs_own_kill_is_said_as_the_labs(tmp_path):
 )
 def test_exit_codes_in_words(code, words):
     assert words in exit_words(code)
+
+
+def test_a_role_killed_from_outside_the_lab_is_named_with_when_and_how(tmp_path):
+    process = RoleProcess("producer#2", "producer", tmp_path / "h.jsonl", {})
+    process.popen = subprocess.Popen(["sh", "-c", "kill -9 $$"])
+    process.popen.wait(10)
+    how = process.died_outside_the_lab()
+    assert how is not None and how.startswith("producer#2 was ended by SIGKILL, not from the lab")
+    assert " at " in how
+
+
+@pytest.mark.parametrize("script", ["exit 0", "exit 3", "sleep 30"])
+def test_a_role_that_ends_on_its_own_or_by_the_lab_or_lives_is_not_outside_death(tmp_path, script):
+    process = RoleProcess("producer", "producer", tmp_path / "h.jsonl", {})
+    process.popen = subprocess.Popen(["sh", "-c", script])
+    if script.startswith("sleep"):
+        assert process.died_outside_the_lab() is None  # alive
+        process.kill()  # the scenario's crash
+    else:
+        process.popen.wait(10)
+    assert process.died_outside_the_lab() is None
