@@ -25,7 +25,7 @@ import tempfile
 import time
 from pathlib import Path
 
-KEY = "metrics-page-cost-key"
+KEY = "metrics-page-cost-key-0123"
 
 
 def newest_with_metrics(runs: Path) -> str:

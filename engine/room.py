@@ -61,7 +61,17 @@ def configured_key(address: str | None, env: Mapping[str, str]) -> str | None:
             f"{KEY_ENV} is empty, and the dashboard listens on {address or 'every interface'}: "
             f"set it to a secret, or unset it and one is made and printed at start."
         )
+    if len(key) < MIN_KEY_LENGTH:
+        raise PresenterKeyError(
+            f"{KEY_ENV} has {len(key)} characters; a room's presenter key needs at least "
+            f"{MIN_KEY_LENGTH} (a short one is guessed): unset it and one is made and printed."
+        )
     return key
+
+
+# A key given to a room: guessing 16 characters at the one guess a second that a wrong key
+# costs (pages._roles) is out of reach; make_key's has 24.
+MIN_KEY_LENGTH = 16
 
 
 def make_key() -> str:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
 
 import streamlit as st
 from streamlit.runtime.app_session import AppSession
@@ -136,7 +137,21 @@ def session_role() -> str:
             table.make_presenter(session)
         else:
             table.mark_wrong_key(session)
+            wrong_key_given()
     return PRESENTER if table.is_presenter(session) else VIEWER
+
+
+WRONG_KEY_DELAY_S = 1.0
+_wrong_keys = threading.Lock()
+
+
+def wrong_key_given() -> None:
+    """Log a wrong presenter key (never the key, nor the session's id) and slow the guesser:
+    every wrong key waits its turn and a second, so guesses from any number of tabs come one
+    a second at most."""
+    _LOG.warning("A wrong presenter key was given; it is refused, and the next guess waits.")
+    with _wrong_keys:
+        time.sleep(WRONG_KEY_DELAY_S)
 
 
 def is_presenter() -> bool:

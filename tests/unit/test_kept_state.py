@@ -60,3 +60,19 @@ def test_on_loopback_every_session_but_a_rehearsal_viewer_presents(monkeypatch):
     _roles.role_table().make_rehearsal_viewer("rehearsing")
     assert _roles.presents("any-session")
     assert not _roles.presents("rehearsing")
+
+
+def test_wrong_keys_are_logged_without_the_key_and_wait_their_turn(monkeypatch, caplog):
+    import threading
+    import time
+
+    monkeypatch.setattr(_roles, "WRONG_KEY_DELAY_S", 0.2)
+    began = time.monotonic()
+    with caplog.at_level(logging.WARNING, logger="lab.room"):
+        guesses = [threading.Thread(target=_roles.wrong_key_given) for _ in range(3)]
+        for guess in guesses:
+            guess.start()
+        for guess in guesses:
+            guess.join()
+    assert time.monotonic() - began >= 0.6  # one at a time, from any number of tabs
+    assert sum("wrong presenter key" in r.message for r in caplog.records) == 3

@@ -30,11 +30,17 @@ def test_anything_else_serves_a_room(address):
 
 
 def test_a_room_takes_the_configured_key_and_refuses_an_empty_one():
-    assert configured_key("0.0.0.0", {KEY_ENV: "s3cret"}) == "s3cret"
+    assert configured_key("0.0.0.0", {KEY_ENV: "s3cret-of-16-chars"}) == "s3cret-of-16-chars"
     assert configured_key("0.0.0.0", {}) is None  # ./lab dashboard then makes one
     assert configured_key("127.0.0.1", {KEY_ENV: ""}) is None  # loopback needs none
     with pytest.raises(PresenterKeyError, match="LAB_PRESENTER_KEY is empty"):
         configured_key("0.0.0.0", {KEY_ENV: "  "})
+
+
+@pytest.mark.parametrize("key", ["1", "s3cret", "fifteen-chars-x"])
+def test_a_room_refuses_a_short_key_in_one_line(key):
+    with pytest.raises(PresenterKeyError, match=rf"has {len(key)} characters; .* at least 16"):
+        configured_key("0.0.0.0", {KEY_ENV: key})
 
 
 def test_made_keys_are_long_and_different_and_compared_exactly():
