@@ -13,7 +13,6 @@ from typing import Any
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
-import streamlit.components.v1 as components
 
 from engine.checker import LATENCY_DEFINITION
 from engine.faults import KINDS, say_fault
@@ -131,13 +130,14 @@ def bring_to_first_screen(run_id: str) -> None:
 def scroll_to_key(key: str) -> None:
     """Scroll the page so that the block drawn with `st.container(key=key)` is at the top.
 
-    Streamlit has no scrolling call; a zero-height component's script (same origin) scrolls
-    its parent page. The block's CSS gives it room below Streamlit's header bar.
+    Streamlit has no scrolling call; a script in the page (st.html, which runs it when asked
+    to: the removed components.v1.html is not used) scrolls it. The block's CSS gives it room
+    below Streamlit's header bar.
     """
     # Room below Streamlit's header bar, so that the block's own heading is not under it.
     margin = f"<style>.st-key-{key} {{ scroll-margin-top: 4.5rem; }}</style>"
     st.markdown(margin, unsafe_allow_html=True)
-    components.html(SCROLL_SCRIPT % key, height=0)
+    st.html(SCROLL_SCRIPT % key, unsafe_allow_javascript=True)
 
 
 def render_timeline(run: dict[str, Any], results: dict[str, Any]) -> None:

@@ -7,7 +7,6 @@ teacher can reorder the steps or rewrite the questions without touching code.
 from __future__ import annotations
 
 import streamlit as st
-import streamlit.components.v1 as components
 
 from engine import record
 from engine.errors import LabError
@@ -45,15 +44,15 @@ def scroll_to(anchor: str) -> None:
     """Bring a heading to the top of the screen: the run's verdict, the count its explanation
     cites and the explanation sit under "3 · Explain", a screen below the prediction.
 
-    Streamlit has no scrolling call; a zero-height component's script (same origin) scrolls
-    its parent page, trying for a moment until the heading is drawn.
+    Streamlit has no scrolling call; a script in the page (st.html runs it when asked to)
+    scrolls it, trying for a moment until the heading is drawn.
     """
-    components.html(
+    st.html(
         "<script>let tries = 0; const go = () => {"
         f"const el = window.parent.document.getElementById('{anchor}');"
         "if (el) { el.scrollIntoView({block: 'start'}); }"
         "else if (tries++ < 40) { setTimeout(go, 50); } }; go();</script>",
-        height=0,
+        unsafe_allow_javascript=True,
     )
 
 
