@@ -196,7 +196,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from engine.cluster import current_cluster, make_cluster
     from engine.recovery import recover
     from engine.runner import run_scenario
-    from engine.scenario import load_scenario, with_client
+    from engine.scenario import ScenarioError, load_scenario, with_client
 
     scenario = load_scenario(args.scenario)
     source_text = Path(args.scenario).read_text()
@@ -204,6 +204,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         scenario = with_client(scenario, args.client)
         # The run's copy of the file says which client ran (a later key wins in YAML).
         source_text += f"\n# --client {args.client}\nclient: {args.client}\n"
+    # What the Failure lab refuses before a run, the command line refuses too.
+    if (why := scenario.cannot_teach()) is not None:
+        raise ScenarioError(f"{args.scenario}: {why}")
     recover()  # what a crashed dashboard or run left: its clients ended, its runs interrupted
     owned = None
     try:

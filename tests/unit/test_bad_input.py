@@ -51,6 +51,16 @@ def test_malformed_scenario_file_on_the_command_line(tmp_path):
     assert_one_line_error(engine_cli("run", str(bad)), "faults.0.kind")
 
 
+def test_the_command_line_refuses_a_fault_that_can_never_fire(tmp_path):
+    """What the Failure lab refuses before a run (Scenario.cannot_teach), `engine run` too,
+    before it starts or asks any cluster."""
+    text = (paths.REPO_ROOT / "scenarios/consumer-crash.yaml").read_text()
+    never = tmp_path / "never.yaml"
+    never.write_text(text.replace("messages: 30", "messages: 3", 1))
+    assert "messages: 3\n" in never.read_text()
+    assert_one_line_error(engine_cli("run", str(never)), "it would never happen")
+
+
 def write_run(root: Path, run_id: str, result: dict) -> Path:
     folder = root / run_id
     (folder / "levels").mkdir(parents=True)
