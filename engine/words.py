@@ -91,7 +91,7 @@ RECORD_WORDS: dict[str, str] = {
     "broker-log": "broker log line",
     # the short names of "restart-skipped" and "wipe-skipped"
     "restart": "broker restarted",
-    "wipe": "a replica's disk lost",
+    "wipe": "a replica's partition directory deleted",
 }
 SKIPPED = "-skipped"  # "crash-skipped": a fault the nemesis could not carry out
 
@@ -223,7 +223,8 @@ def event_words(ev: str) -> str:
 
 def record_words(kind: str) -> str | None:
     """A nemesis record that is not a fault kind, in the room's words ("wipe-skipped" is "a
-    replica's disk lost: skipped"); None if unknown. engine.faults.fault_words says both."""
+    replica's partition directory deleted: skipped"); None if unknown.
+    engine.faults.fault_words says both."""
     if kind.endswith(SKIPPED) and kind[: -len(SKIPPED)] in RECORD_WORDS:
         return f"{RECORD_WORDS[kind[: -len(SKIPPED)]]}: skipped"
     return RECORD_WORDS.get(kind)

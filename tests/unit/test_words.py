@@ -133,7 +133,7 @@ def test_every_fault_kind_has_words():
         assert faults.fault_words(kind).endswith(": skipped"), kind
     assert faults.fault_words("crash") == "killed"
     assert faults.fault_words("kill-follower-skipped") == "follower killed: skipped"
-    assert faults.fault_words("wipe-skipped") == "a replica's disk lost: skipped"
+    assert faults.fault_words("wipe-skipped") == "a replica's partition directory deleted: skipped"
 
 
 def test_every_proxy_event_has_words():
