@@ -220,9 +220,7 @@ def test_the_labs_own_names_do_not_reach_the_room():
     type, the lab's names do not."""
     from engine.words import room_words
 
-    assert (
-        words.say_point("after output_acked #12").markdown() == "after its 12th output was written"
-    )
+    assert words.point_words("after output_acked #12") == "after its 12th output was written"
     assert words.process_words("processor#2") == "processor 2"
     assert words.process_words("producer") == "producer"
     # The proxy names a Produce error it has no name for by number; Kafka's table has it.
