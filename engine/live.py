@@ -192,6 +192,8 @@ def fault_line(event: dict[str, Any]) -> FaultLine | None:
 def nemesis_text(event: dict[str, Any], *, short: bool = False) -> str:
     """The nemesis's record of what it did, in the words the room reads; `short` for a chart's
     label (the fault point briefly, without the batch in hand)."""
+    if isinstance(event.get("target"), str):  # a replacement "processor#2" is "processor 2"
+        event = {**event, "target": process_words(event["target"])}
     kind, target = event.get("kind"), event.get("target")
     point = f" {point_words(str(event['point']), short=short)}" if event.get("point") else ""
     at = event.get("at") or {}
