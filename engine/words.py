@@ -125,8 +125,10 @@ ERROR_WORDS: dict[str, str] = {
     # transaction version 2 (KIP-890, on by default on a 4.1 cluster: TransactionVersion TV_2
     # from metadata version 4.0-IV2) the coordinator also bumps it at the end of every
     # transaction of a client that speaks it: the Java and Kafka Streams producers 4.1.2 do
-    # (TransactionManager's isTransactionV2Enabled), librdkafka 2.16 does not (it sends EndTxn
-    # at version 0 or 1 only, rdkafka_request.c). So a Java producer's write left over from a
+    # (TransactionManager's isTransactionV2Enabled), librdkafka does not (its source, read at
+    # 2.15, sends EndTxn at version 0 or 1 only, rdkafka_request.c; with the 2.16 the lab runs,
+    # tests/integration/test_log_views.py reads one epoch on a producer's committed and aborted
+    # transactions and their markers). So a Java producer's write left over from a
     # transaction that had ended is refused by its epoch too. _FENCED is librdkafka's own code.
     "_FENCED": "fenced: its epoch is out of date (a newer instance, or a timed-out abort)",
     "PRODUCER_FENCED": "fenced: its epoch is out of date (a newer instance, or a timed-out abort)",
