@@ -108,7 +108,7 @@ def test_each_strike_is_the_real_fault_in_every_level_and_the_counts_move(cluste
             every(
                 lambda s: (
                     says(s, "processor 2 frozen (SIGSTOP)")
-                    and says(s, "processor#3 started (a replacement)")
+                    and says(s, "processor 3 started (a replacement)")
                 )
             ),
             "the processor frozen and a replacement started in every level",
