@@ -29,7 +29,9 @@ RENAMED: dict[str, str] = {
     "topic.metadata.refresh.interval.ms": "metadata.max.age.ms",
 }
 
-# Names both clients spell the same way, with the same meaning.
+# Names both clients spell the same way, with the same meaning. Each checked against
+# librdkafka 2.16's CONFIGURATION.md and kafka-clients 4.1.2's ProducerConfig; two names both
+# clients know mean different things there, and are in SAME_NAME_OTHER_MEANING instead.
 SAME: frozenset[str] = frozenset(
     {
         "acks",
@@ -38,15 +40,25 @@ SAME: frozenset[str] = frozenset(
         "max.in.flight.requests.per.connection",
         "transaction.timeout.ms",
         "linger.ms",
-        "request.timeout.ms",
         "retry.backoff.ms",
         "retry.backoff.max.ms",
         "delivery.timeout.ms",
         "batch.size",
         "compression.type",
-        "partitioner",
     }
 )
+
+# Names both clients know that do not mean the same thing: handed on under the same name (the
+# nearest setting the Java client has), and the page says how they differ.
+SAME_NAME_OTHER_MEANING: dict[str, str] = {
+    "request.timeout.ms": (
+        "in librdkafka a producer (topic) property, the ack timeout written into each Produce "
+        "request and enforced by the broker only (default 30000; its CONFIGURATION.md); the "
+        "Java client writes the same value into each Produce request, and also gives up on any "
+        "request whose answer has not come in that time and sends it again (ProducerConfig "
+        "and its Sender in kafka-clients 4.1.2)"
+    ),
+}
 
 # librdkafka settings the Java producer has no counterpart for, and why.
 NO_EQUIVALENT: dict[str, str] = {
@@ -60,6 +72,12 @@ NO_EQUIVALENT: dict[str, str] = {
         "librdkafka's own (experimental) guard; the Java idempotent producer has no switch"
     ),
     "socket.timeout.ms": "the Java client has request.timeout.ms only",
+    "partitioner": (
+        "the Java client names a class (partitioner.class), and its default differs: a keyed "
+        "record's partition is a murmur2 hash of its key (kafka-clients 4.1.2's "
+        "BuiltInPartitioner), where librdkafka's default, consistent_random, is a CRC32 hash "
+        "(librdkafka's murmur2_random matches the Java default: its CONFIGURATION.md)"
+    ),
 }
 
 
@@ -75,6 +93,7 @@ class ClientSettings:
     config: dict[str, Any]  # exactly what the role is handed
     renamed: dict[str, str] = field(default_factory=dict)  # librdkafka name -> Java name
     dropped: dict[str, str] = field(default_factory=dict)  # librdkafka name -> why
+    differs: dict[str, str] = field(default_factory=dict)  # same name, other meaning -> how
 
 
 def java_value(name: str, value: Any) -> str:
@@ -91,12 +110,15 @@ def to_java(config: dict[str, Any]) -> ClientSettings:
     given: dict[str, Any] = {}
     renamed: dict[str, str] = {}
     dropped: dict[str, str] = {}
+    differs: dict[str, str] = {}
     for name, value in config.items():
         if name in NO_EQUIVALENT:
             dropped[name] = NO_EQUIVALENT[name]
             continue
         java_name = RENAMED.get(name, name)
-        if name not in RENAMED and name not in SAME:
+        if name in SAME_NAME_OTHER_MEANING:
+            differs[name] = SAME_NAME_OTHER_MEANING[name]
+        elif name not in RENAMED and name not in SAME:
             raise UntranslatedSetting(
                 f"'{name}' has no entry in engine/java_client.py's table: add its Java name "
                 "(or why it has none) before a Java producer runs with it"
@@ -104,7 +126,7 @@ def to_java(config: dict[str, Any]) -> ClientSettings:
         if java_name != name:
             renamed[name] = java_name
         given[java_name] = java_value(java_name, value)
-    return ClientSettings("java", given, renamed, dropped)
+    return ClientSettings("java", given, renamed, dropped, differs)
 
 
 def settings_for(client: Client, config: dict[str, Any]) -> ClientSettings:
@@ -118,6 +140,10 @@ def describe(settings: ClientSettings) -> list[str]:
     """The page's lines: what was renamed, what was left out and why."""
     lines = [f"`{old}` is `{new}` in the Java client" for old, new in settings.renamed.items()]
     lines += [f"`{name}` is not given: {why}" for name, why in settings.dropped.items()]
+    lines += [
+        f"`{name}` is given under the same name, but means something else: {how}"
+        for name, how in settings.differs.items()
+    ]
     if not settings.config:
         lines.append(
             "Nothing but the names every application gives (bootstrap servers, client id): "

@@ -21,7 +21,7 @@ from engine import record
 from engine.explain import id_ranges
 from engine.faults import KINDS, fault_words
 from engine.history import Tail
-from engine.words import error_words, nodes_words, point_words
+from engine.words import error_words, nodes_words, point_words, process_words, say_error
 
 # The per-process files; history.jsonl (written at the end, every event merged) and
 # outbox.jsonl (the producer's application record) would count events twice.
@@ -58,12 +58,11 @@ def proxy_text(event: dict[str, Any]) -> str | None:
 
 
 def fault_raw(event: dict[str, Any]) -> str:
-    """The engine's own names behind a fault line, for small type: the kind, the error code,
-    the fault point ("crash · after commit_gap #2", "produce_error · NOT_ENOUGH_REPLICAS")."""
-    ev = str(event.get("ev") or "")
-    name = str(event.get("kind")) if ev in ("nemesis", "proxy") else ev
-    parts = [name, str(event.get("error") or ""), str(event.get("point") or "")]
-    return " · ".join(p for p in parts if p)
+    """The name behind a fault line that the room may read in small type: the error's own
+    name, Kafka's ("NOT_ENOUGH_REPLICAS", also for one the proxy knew only by number) or the
+    client's ("_FATAL", "CommitFailedException"), beside its words. The lab's own names (the
+    event, the fault's kind, the fault point "after commit_gap #2") are not shown."""
+    return say_error(str(event.get("error") or "")).raw if event.get("error") else ""
 
 
 def fault_fold(event: dict[str, Any], text: str) -> str:
@@ -153,7 +152,8 @@ class LevelSnapshot:
 
 def fault_text(event: dict[str, Any]) -> str | None:
     """A history event that marks a fault, in words; None for ordinary traffic."""
-    ev, proc = event.get("ev"), str(event.get("proc", ""))
+    ev, role = event.get("ev"), str(event.get("proc", ""))
+    proc = process_words(role)  # "processor#2" is "processor 2"
     if ev == "nemesis" and event.get("kind") == "offsets":
         return offsets_text(event)
     if ev == "nemesis":
@@ -165,7 +165,7 @@ def fault_text(event: dict[str, Any]) -> str | None:
         by = f" by the {event['by']}" if event.get("by") else ""
         # "fenced: a newer instance ..." would say fenced twice
         return f"{proc} fenced{by}: {said.removeprefix('fenced: ')}"
-    if ev == "error" and proc.split("#")[0] == "processor":  # it stopped: the room must see it
+    if ev == "error" and role.split("#")[0] == "processor":  # it stopped: the room must see it
         return f"{proc} stopped on an error: {said}"
     if ev == "commit_rejected":
         return f"{proc}'s offset commit refused: {said}"
@@ -174,7 +174,7 @@ def fault_text(event: dict[str, Any]) -> str | None:
     if ev == "txn_abort":
         which = f" {event['txn']}" if event.get("txn") is not None else ""
         return f"{proc} aborted its transaction{which} (on purpose)"
-    if ev == "start" and "#" in proc:
+    if ev == "start" and "#" in role:
         return f"{proc} started (a replacement)"
     return None
 
@@ -192,6 +192,8 @@ def fault_line(event: dict[str, Any]) -> FaultLine | None:
 def nemesis_text(event: dict[str, Any], *, short: bool = False) -> str:
     """The nemesis's record of what it did, in the words the room reads; `short` for a chart's
     label (the fault point briefly, without the batch in hand)."""
+    if isinstance(event.get("target"), str):  # a replacement "processor#2" is "processor 2"
+        event = {**event, "target": process_words(event["target"])}
     kind, target = event.get("kind"), event.get("target")
     point = f" {point_words(str(event['point']), short=short)}" if event.get("point") else ""
     at = event.get("at") or {}

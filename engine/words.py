@@ -91,7 +91,7 @@ RECORD_WORDS: dict[str, str] = {
     "broker-log": "broker log line",
     # the short names of "restart-skipped" and "wipe-skipped"
     "restart": "broker restarted",
-    "wipe": "a replica's disk lost",
+    "wipe": "a replica's partition directory deleted",
 }
 SKIPPED = "-skipped"  # "crash-skipped": a fault the nemesis could not carry out
 
@@ -121,12 +121,24 @@ PROXY_WORDS: dict[str, str] = {
 ERROR_WORDS: dict[str, str] = {
     # The epoch moves on when a newer instance registers the same transactional.id, and also
     # when the coordinator aborts a transaction that outlived transaction.timeout.ms
-    # (TransactionCoordinator's abortTimedOutTransactions bumps it): either can fence.
+    # (TransactionCoordinator's abortTimedOutTransactions bumps it): either can fence. At
+    # transaction version 2 (KIP-890, on by default on a 4.1 cluster: TransactionVersion TV_2
+    # from metadata version 4.0-IV2) the coordinator also bumps it at the end of every
+    # transaction of a client that speaks it: the Java and Kafka Streams producers 4.1.2 do
+    # (TransactionManager's isTransactionV2Enabled), librdkafka does not (its source, read at
+    # 2.15, sends EndTxn at version 0 or 1 only, rdkafka_request.c; with the 2.16 the lab runs,
+    # tests/integration/test_log_views.py reads one epoch on a producer's committed and aborted
+    # transactions and their markers). So a Java producer's write left over from a
+    # transaction that had ended is refused by its epoch too. _FENCED is librdkafka's own code.
     "_FENCED": "fenced: its epoch is out of date (a newer instance, or a timed-out abort)",
     "PRODUCER_FENCED": "fenced: its epoch is out of date (a newer instance, or a timed-out abort)",
-    "INVALID_PRODUCER_EPOCH": "fenced: its epoch is out of date (a newer instance, or a "
-    "timed-out abort)",
+    "INVALID_PRODUCER_EPOCH": "fenced: its epoch is out of date (a newer instance, a timed-out "
+    "abort, or at transaction version 2 a transaction already ended)",
+    # The newest join wins on the classic group protocol only (KIP-345), the lab's groups'
+    # protocol; under KIP-848's consumer protocol the newcomer is refused instead.
     "FENCED_INSTANCE_ID": "fenced: a newer member with the same instance id joined the group",
+    "UNRELEASED_INSTANCE_ID": "refused: a live member still holds this instance id (KIP-848's "
+    "consumer protocol)",
     "_FATAL": "stopped for good: the client library cannot go on",
     "NOT_LEADER_OR_FOLLOWER": "asked the wrong broker: the partition's leader moved",
     "REQUEST_TIMED_OUT": "the broker timed out (for a write: waiting for its replicas)",
@@ -156,7 +168,81 @@ ERROR_WORDS: dict[str, str] = {
     "_STATE": "called in the wrong state",
     "_PARTITION_EOF": "end of the partition",
     "CALL_HUNG": "a client call never returned",
+    "INVALID_PRODUCER_ID_MAPPING": "the coordinator no longer knows this transactional id's "
+    "producer",
 }
+
+# Kafka's error codes by number (the protocol's table, kafka.apache.org/protocol, and Errors
+# in kafka-clients 4.1.2, read with Errors.forCode), for an answer the fault proxy could only
+# name by number ("error code 51"): the room hears the code's words and Kafka's name for it.
+KAFKA_ERROR_NUMBERS: dict[int, str] = {
+    1: "OFFSET_OUT_OF_RANGE",
+    2: "CORRUPT_MESSAGE",
+    3: "UNKNOWN_TOPIC_OR_PARTITION",
+    6: "NOT_LEADER_OR_FOLLOWER",
+    7: "REQUEST_TIMED_OUT",
+    10: "MESSAGE_TOO_LARGE",
+    14: "COORDINATOR_LOAD_IN_PROGRESS",
+    15: "COORDINATOR_NOT_AVAILABLE",
+    16: "NOT_COORDINATOR",
+    19: "NOT_ENOUGH_REPLICAS",
+    20: "NOT_ENOUGH_REPLICAS_AFTER_APPEND",
+    22: "ILLEGAL_GENERATION",
+    25: "UNKNOWN_MEMBER_ID",
+    27: "REBALANCE_IN_PROGRESS",
+    45: "OUT_OF_ORDER_SEQUENCE_NUMBER",
+    46: "DUPLICATE_SEQUENCE_NUMBER",
+    47: "INVALID_PRODUCER_EPOCH",
+    48: "INVALID_TXN_STATE",
+    49: "INVALID_PRODUCER_ID_MAPPING",
+    51: "CONCURRENT_TRANSACTIONS",
+    52: "TRANSACTION_COORDINATOR_FENCED",
+    56: "KAFKA_STORAGE_ERROR",
+    59: "UNKNOWN_PRODUCER_ID",
+    74: "FENCED_LEADER_EPOCH",
+    82: "FENCED_INSTANCE_ID",
+    90: "PRODUCER_FENCED",
+    111: "UNRELEASED_INSTANCE_ID",
+}
+BY_NUMBER = re.compile(r"error code (?P<n>-?\d+)")
+
+# The Java client reports an error as an exception class; the room hears its words, and the
+# class's name stays for small type (as librdkafka's own codes do). Those that carry one of
+# Kafka's error codes are said as that code is (kafka-clients 4.1.2's Errors table); the
+# others from their own message in kafka-clients 4.1.2 and Kafka Streams 4.1.2.
+JAVA_EXCEPTIONS: dict[str, str] = {
+    "ProducerFencedException": "PRODUCER_FENCED",
+    "InvalidProducerEpochException": "INVALID_PRODUCER_EPOCH",
+    "FencedInstanceIdException": "FENCED_INSTANCE_ID",
+    "UnreleasedInstanceIdException": "UNRELEASED_INSTANCE_ID",
+    "InvalidTxnStateException": "INVALID_TXN_STATE",
+    "InvalidPidMappingException": "INVALID_PRODUCER_ID_MAPPING",
+    "NotEnoughReplicasException": "NOT_ENOUGH_REPLICAS",
+    "NotEnoughReplicasAfterAppendException": "NOT_ENOUGH_REPLICAS_AFTER_APPEND",
+    "NotLeaderOrFollowerException": "NOT_LEADER_OR_FOLLOWER",
+    "OutOfOrderSequenceException": "OUT_OF_ORDER_SEQUENCE_NUMBER",
+    "ConcurrentTransactionsException": "CONCURRENT_TRANSACTIONS",
+    "RebalanceInProgressException": "REBALANCE_IN_PROGRESS",
+    "UnknownMemberIdException": "UNKNOWN_MEMBER_ID",
+    "IllegalGenerationException": "ILLEGAL_GENERATION",
+    "DuplicateSequenceException": "DUPLICATE_SEQUENCE_NUMBER",
+    "UnknownProducerIdException": "UNKNOWN_PRODUCER_ID",
+    "KafkaStorageException": "KAFKA_STORAGE_ERROR",
+    "TransactionCoordinatorFencedException": "TRANSACTION_COORDINATOR_FENCED",
+    "NotCoordinatorException": "NOT_COORDINATOR",
+    "CoordinatorNotAvailableException": "COORDINATOR_NOT_AVAILABLE",
+    "CoordinatorLoadInProgressException": "COORDINATOR_LOAD_IN_PROGRESS",
+}
+JAVA_EXCEPTION_WORDS: dict[str, str] = {
+    "CommitFailedException": "offset commit refused: the group had rebalanced and given the "
+    "partitions to another member",
+    "TimeoutException": "timed out (the broker's answer, or the Java client's own wait)",
+    "NetworkException": "connection to the broker broke",
+    "DisconnectException": "connection to the broker broke",
+    "TaskMigratedException": "Kafka Streams gave the task up: another instance owns it now",
+    "KafkaException": "the Java client raised an error",
+}
+JAVA_EXCEPTION = re.compile(r"(?:[a-z][\w]*\.)*(?P<name>[A-Z][A-Za-z0-9]*Exception)")
 
 # Where a fault point stops a role: "after EVENT #N", said as what the role had just done.
 POINT_WORDS: dict[str, str] = {
@@ -223,7 +309,8 @@ def event_words(ev: str) -> str:
 
 def record_words(kind: str) -> str | None:
     """A nemesis record that is not a fault kind, in the room's words ("wipe-skipped" is "a
-    replica's disk lost: skipped"); None if unknown. engine.faults.fault_words says both."""
+    replica's partition directory deleted: skipped"); None if unknown.
+    engine.faults.fault_words says both."""
     if kind.endswith(SKIPPED) and kind[: -len(SKIPPED)] in RECORD_WORDS:
         return f"{RECORD_WORDS[kind[: -len(SKIPPED)]]}: skipped"
     return RECORD_WORDS.get(kind)
@@ -242,6 +329,15 @@ def error_words(code: str | None, reason: str | None = None) -> str:
     """
     if not code:
         return "no error"
+    if (kafka := kafka_name(code)) is not None:  # "error code 51", as the proxy names it
+        code = kafka
+    elif (number := BY_NUMBER.fullmatch(code.strip())) is not None:
+        return f"an error Kafka numbers {number['n']} (its protocol's error table names it)"
+    if (java := JAVA_EXCEPTION.fullmatch(code.split(" ", 1)[0])) is not None:
+        name = java["name"]
+        if name in JAVA_EXCEPTIONS:
+            return error_words(JAVA_EXCEPTIONS[name], reason)
+        return JAVA_EXCEPTION_WORDS.get(name) or from_camel(name.removesuffix("Exception"))
     code = code.split(" ", 1)[0]  # "_FATAL (Fatal error: ...)" as some lines carry it
     text = (reason or "").lower()
     if code == "_FATAL" and ("static consumer fenced" in text or "group.instance.id" in text):
@@ -249,6 +345,18 @@ def error_words(code: str | None, reason: str | None = None) -> str:
     if code == "_FATAL" and ("fenced" in text or "epoch" in text):
         return ERROR_WORDS["_FENCED"]
     return ERROR_WORDS.get(code) or from_name(code)
+
+
+def kafka_name(code: str) -> str | None:
+    """Kafka's name for an error known only by its number ("error code 51"), if the table
+    has it."""
+    match = BY_NUMBER.fullmatch(code.strip())
+    return KAFKA_ERROR_NUMBERS.get(int(match["n"])) if match is not None else None
+
+
+def from_camel(name: str) -> str:
+    """A Java class name as words: "FencedInstanceId" -> "fenced instance id"."""
+    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", name).lower() or name
 
 
 def say_event(ev: str) -> Said:
@@ -260,7 +368,16 @@ def say_proxy(kind: str) -> Said:
 
 
 def say_error(code: str | None, reason: str | None = None) -> Said:
-    return Said(error_words(code, reason), code or "")
+    """An error's words, with its name in small type: Kafka's name for one the proxy knew
+    only by number ("error code 51" is CONCURRENT_TRANSACTIONS)."""
+    return Said(error_words(code, reason), kafka_name(code or "") or code or "")
+
+
+def process_words(proc: str) -> str:
+    """A process as the room names it: "processor" is itself, a replacement "processor#2"
+    (the engine's name for its second instance) is "processor 2"."""
+    base, _, number = str(proc).partition("#")
+    return f"{base} {number}" if number.isdigit() else str(proc)
 
 
 def ordinal(n: int) -> str:
@@ -285,6 +402,9 @@ def point_words(point: str, *, short: bool = False) -> str:
 
 
 def say_point(point: str) -> Said:
+    """A fault point in words, its name ("after commit_gap #2") kept for small type. That name
+    is the lab's own, not Kafka's: a text for the room says point_words(point) alone (the
+    live view does; engine/explain.py still shows the name, for its owner to drop)."""
     return Said(point_words(point), point)
 
 
@@ -321,8 +441,20 @@ RAW_CODE = re.compile(
 )
 
 
-# A replica set printed as a Python list: "[1, 3]", "[]".
-NODE_LIST = re.compile(r"\[(?:\d+(?:, \d+)*)?\]")
+# A replica set printed as a Python list: "[1, 3]", "[]", with the word before it if a
+# sentence already said it ("on nodes [2, 3]" is "on nodes 2 and 3", not "nodes nodes").
+NODE_LIST = re.compile(r"(?:\bnodes? )?\[(?:\d+(?:, \d+)*)?\]")
+# A code the fault proxy knew only by its number, as older explanations show it in code type.
+NUMBERED_CODE = re.compile(r"(?:\berror )?:small\[`error code (?P<n>-?\d+)`\]")
+# A partition as librdkafka prints it in an error's text: "TOPIC(TOPIC_ID)[PARTITION]@OFFSET",
+# "(null)" for a topic id it does not know (rd_kafka_topic_partition_list_str in
+# rdkafka_partition.c): "topic((null))[0]@12" is "topic partition 0 at offset 12".
+RDKAFKA_PARTITION = re.compile(
+    r"\((?:\(null\)|[A-Za-z0-9_-]{22})\)\[(?P<p>\d+)\](?:@(?P<o>-?\d+))?"
+)
+# A Java exception said by its own name in lower case, as older explanations show it
+# ("fencedinstanceidexception :small[`FencedInstanceIdException`]").
+JAVA_SAID = re.compile(r"\b(?P<low>[a-z]+exception) :small\[`(?P<name>[\w.]*Exception)`\]")
 
 
 def room_words(markdown: str) -> str:
@@ -343,4 +475,19 @@ def room_words(markdown: str) -> str:
     def nodes(match: re.Match[str]) -> str:
         return nodes_words([int(n) for n in re.findall(r"\d+", match[0])])
 
+    def numbered(match: re.Match[str]) -> str:
+        said = say_error(f"error code {match['n']}")
+        return f"{said.words} :small[`{said.raw}`]"
+
+    def java(match: re.Match[str]) -> str:
+        if match["low"] != match["name"].rsplit(".", 1)[-1].lower():
+            return match[0]
+        return f"{say_error(match['name']).words} :small[`{match['name']}`]"
+
+    def partition(match: re.Match[str]) -> str:
+        offset = f" at offset {match['o']}" if match["o"] is not None else ""
+        return f" partition {match['p']}{offset}"
+
+    markdown = RDKAFKA_PARTITION.sub(partition, markdown)
+    markdown = JAVA_SAID.sub(java, NUMBERED_CODE.sub(numbered, markdown))
     return NODE_LIST.sub(nodes, RAW_CODE.sub(said, markdown))

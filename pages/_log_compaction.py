@@ -50,9 +50,10 @@ def compaction_tab(cluster: Cluster | None) -> None:
     st.markdown(
         "A compacted topic keeps **the last record of every key**. The log cleaner copies "
         "closed segments without the records a later write of the same key made obsolete; "
-        "**offsets never change**, so the cleaned log has gaps. An empty value is a "
-        "**tombstone**: it deletes its key, and is itself removed `delete.retention.ms` "
-        "after the cleaning that first kept it."
+        "**offsets never change**, so the cleaned log has gaps. A record whose value is "
+        "**null** (not an empty value, which is kept like any other) is a **tombstone**: it "
+        "deletes its key, and is itself removed `delete.retention.ms` after the cleaning that "
+        "first kept it. Here `KEY=`, with nothing after the `=`, writes a null value."
     )
     st.markdown(
         "The **active segment is never compacted**: the cleaner only touches closed segments. "

@@ -397,6 +397,7 @@ def shared_runs() -> list[dict[str, Any]]:
 
 # The counts the engine's checker wrote in result.json; Spark must find the same ones.
 COMPARED = ("sent", "acked", "delivered", "duplicates", "lost", "reordered", "aborted_visible")
+COUNT_WORDS = {"aborted_visible": "aborted records visible"}
 
 
 def _version_results(run_id: str, version: float, levels: tuple[str, ...]) -> dict[str, Any]:
@@ -409,7 +410,8 @@ def draw_damage(run_id: str, version: float, levels: tuple[str, ...]) -> None:
     results = _version_results(run_id, version, levels)
     shown = ("messages", *COMPARED)
     counts = pd.DataFrame({level: {k: r.get(k) for k in shown} for level, r in results.items()})
-    st.dataframe(counts, width="stretch")
+    # Rows headed in words, not by the checker's field names (aborted_visible).
+    st.dataframe(counts.rename(index=COUNT_WORDS), width="stretch")
     st.plotly_chart(rates_figure(results), width="stretch", key="metrics_rates")
 
 

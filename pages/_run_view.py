@@ -18,7 +18,7 @@ from engine.checker import LATENCY_DEFINITION
 from engine.faults import KINDS, say_fault
 from engine.faults.base import HURT
 from engine.live import fault_fold, fault_raw, fault_text, fold_text, nemesis_text
-from engine.words import PROXY_WORDS, room_words
+from engine.words import PROXY_WORDS, process_words, room_words
 from pages._presenter import presenter_on
 from pages._streams_view import render_store_counts
 
@@ -360,13 +360,18 @@ MISSING_WORDS = {
 }
 
 
+# The checker's field names that would otherwise head a column, as the room reads them.
+COLUMN_WORDS = {"latency_ms": "latency (ms)", "aborted_copies": "aborted copies"}
+
+
 def verdicts_in_words(table: pd.DataFrame) -> pd.DataFrame:
     """The verdict table as the room reads it: an empty cell says why it is empty (not acked,
-    never seen) or is a dash, never "None"; lists of offsets are plain text."""
+    never seen) or is a dash, never "None"; lists of offsets are plain text; no column is
+    headed by the checker's own field name (latency_ms)."""
     out = table.copy().astype(object)
     for column in out.columns:
         out[column] = [word_cell(column, value) for value in out[column]]
-    return out
+    return out.rename(columns=COLUMN_WORDS)
 
 
 def word_cell(column: str, value: Any) -> Any:
@@ -512,14 +517,14 @@ def point_trace(
     if rank:  # a later instance (a replacement) in its own colour
         colour = INSTANCE_COLOURS[(rank - 1) % len(INSTANCE_COLOURS)]
     if named:
-        label = f"{label} by {proc}"
+        label = f"{label} by {process_words(proc)}"
     return go.Scatter(
         x=[r[0] for r in rows],
         y=[r[1] for r in rows],
         mode="markers",
         name=label,
         marker={"color": colour, "symbol": symbol, "size": 11},
-        hovertemplate=f"id %{{y}} · %{{x:.3f}}s · {proc}<extra></extra>",
+        hovertemplate=f"id %{{y}} · %{{x:.3f}}s · {process_words(proc)}<extra></extra>",
     )
 
 
@@ -763,7 +768,7 @@ def fault_bands(result: dict[str, Any], start: float) -> list[dict[str, Any]]:
             continue
         if kind == "resume" and str(fault.get("target")) in paused_at:
             target = str(fault["target"])
-            bands.append(band(paused_at.pop(target), t, f"{target} frozen", PAUSED, "pause"))
+            bands.append(band(paused_at.pop(target), t, f"{target} frozen", PAUSED, "SIGSTOP"))
             continue
         fault_kind = KINDS.get(kind) if fault.get("source") != "proxy" else None
         if kind in ("rules_cleared", "latency_set", "connection_reset") or (
@@ -786,7 +791,7 @@ def fault_bands(result: dict[str, Any], start: float) -> list[dict[str, Any]]:
             }
         )
     for target, t in paused_at.items():
-        bands.append(band(t, t + 0.05, f"{target} frozen", PAUSED, "pause"))
+        bands.append(band(t, t + 0.05, f"{target} frozen", PAUSED, "SIGSTOP"))
     return bands
 
 

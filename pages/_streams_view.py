@@ -15,6 +15,7 @@ import streamlit as st
 
 from engine import streams
 from engine.levels import STREAMS_LEVELS
+from engine.words import process_words
 
 
 def store_rows(history: list[dict[str, Any]], ledger: list[int]) -> list[dict[str, Any]] | None:
@@ -53,7 +54,8 @@ def restore_line(history: list[dict[str, Any]]) -> str | None:
         return None
     event = restored[-1]
     return (
-        f"{event['proc']} restored {event.get('records')} records of the state store from "
+        f"{process_words(event['proc'])} restored {event.get('records')} records of the state "
+        "store from "
         f"its changelog topic, then went on from the last committed input offset."
     )
 

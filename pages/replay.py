@@ -8,6 +8,7 @@ import streamlit as st
 
 from engine import history, record
 from engine.errors import LabError
+from engine.words import event_words, process_words
 from pages._run_view import render_run
 from pages._shared import require_app, show_error
 
@@ -78,8 +79,8 @@ def render_interrupted(meta: dict) -> None:
                 [
                     {
                         "s": round(float(e.get("t", 0)) - began, 3),
-                        "process": e.get("proc"),
-                        "event": e.get("ev"),
+                        "process": process_words(str(e.get("proc", ""))),
+                        "event": event_words(str(e.get("ev", ""))),
                         "id": e.get("id"),
                     }
                     for e in events[-LAST_EVENTS:]

@@ -19,6 +19,7 @@ import streamlit as st
 from engine import record
 from engine.errors import LabError
 from engine.scenario import list_scenarios, load_scenario
+from engine.words import process_words
 from pages._roles import is_presenter
 from pages._run_control import run_live
 from pages._shared import cluster_service, require_app, show_error
@@ -73,7 +74,9 @@ start = result.get("started_at") or history[0]["t"]
 
 
 def instance_label(proc: str) -> str:
-    return "zombie (first instance)" if proc == "processor" else f"replacement ({proc})"
+    return (
+        "zombie (first instance)" if proc == "processor" else f"replacement ({process_words(proc)})"
+    )
 
 
 inits = [e for e in history if e["ev"] == "txn_init" and e["proc"].startswith("processor")]

@@ -1,6 +1,6 @@
-"""wipe-partition: delete a killed node's copy of partition 0 while it is down, as if its
-disk had been replaced (its other data stays). `target`: the node kill-leader or
-kill-follower took down."""
+"""wipe-partition: delete a killed node's copy of partition 0 (the partition's directory)
+while it is down; its other data, meta.properties included, stays, so it is neither a lost
+nor a replaced disk (KIP-858). `target`: the node kill-leader or kill-follower took down."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ class WipePartition(FaultKind):
     takes = frozenset({"target"})
     available = Availability(OWN_BROKERS, why="the lab must own the brokers' disks")
     reach = "brokers"
-    words = "a replica's disk lost"
+    words = "a replica's partition directory deleted"
     colour = HURT
     default_target = "leader"
 
@@ -46,11 +46,11 @@ class WipePartition(FaultKind):
     def live(self, event: dict[str, Any], point: str) -> str:
         return (
             f"node {event.get('node')}'s copy of {event.get('partition')} "
-            "deleted while it is down (a lost disk)"
+            "deleted while it is down (the partition's directory; its other data stays)"
         )
 
     def short(self, event: dict[str, Any]) -> str | None:
-        return f"node {event.get('node')}'s copy deleted (a lost disk)"
+        return f"node {event.get('node')}'s copy of the partition deleted"
 
     def evidence(self, event: dict[str, Any], where: str | None) -> str | None:
         return (

@@ -120,13 +120,13 @@ def test_free_play_strikes_each_fault_and_the_counts_change(tab, dashboard):
 
     outputs = counts(tab, "Outputs written")
     strike(tab, "💀 Kill the processor", "processor killed (SIGKILL)")
-    replaced = tab.get_by_text("processor#2 started (a replacement)")
+    replaced = tab.get_by_text("processor 2 started (a replacement)")
     expect(replaced.filter(visible=True).first).to_be_visible()
     wait_for_counts(tab, "Outputs written", grew(outputs, 5))
 
-    strike(tab, "🧊 Freeze the processor", "processor#2 frozen (SIGSTOP)")
+    strike(tab, "🧊 Freeze the processor", "processor 2 frozen (SIGSTOP)")
     seen = counts(tab, "Seen by the sink")
-    strike(tab, "☀️ Wake it", "processor#2 woke (SIGCONT)")
+    strike(tab, "☀️ Wake it", "processor 2 woke (SIGCONT)")
     wait_for_counts(tab, "Seen by the sink", grew(seen, 5))
     wait_for_counts(tab, "Sent by the producer", grew(sent, 20))
     tab.screenshot(path=str(ARTIFACTS / "free-play.png"))

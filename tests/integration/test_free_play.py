@@ -88,7 +88,7 @@ def test_each_strike_is_the_real_fault_in_every_level_and_the_counts_move(cluste
             every(
                 lambda s: (
                     says(s, "processor killed (SIGKILL)")
-                    and says(s, "processor#2 started (a replacement)")
+                    and says(s, "processor 2 started (a replacement)")
                 )
             ),
             "the processor killed and replaced in every level",
@@ -107,8 +107,8 @@ def test_each_strike_is_the_real_fault_in_every_level_and_the_counts_move(cluste
             watch,
             every(
                 lambda s: (
-                    says(s, "processor#2 frozen (SIGSTOP)")
-                    and says(s, "processor#3 started (a replacement)")
+                    says(s, "processor 2 frozen (SIGSTOP)")
+                    and says(s, "processor 3 started (a replacement)")
                 )
             ),
             "the processor frozen and a replacement started in every level",
@@ -117,7 +117,7 @@ def test_each_strike_is_the_real_fault_in_every_level_and_the_counts_move(cluste
         woke = wait_until(
             session,
             watch,
-            every(lambda s: says(s, "processor#2 woke (SIGCONT)")),
+            every(lambda s: says(s, "processor 2 woke (SIGCONT)")),
             "the zombie woken",
         )
         wait_until(

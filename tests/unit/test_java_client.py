@@ -15,6 +15,7 @@ from engine.java_client import (
     NO_EQUIVALENT,
     RENAMED,
     SAME,
+    SAME_NAME_OTHER_MEANING,
     UntranslatedSetting,
     describe,
     settings_for,
@@ -69,6 +70,19 @@ def test_the_defaults_level_names_no_delivery_setting():
 def test_the_table_has_no_name_twice():
     assert not set(RENAMED) & SAME
     assert not set(NO_EQUIVALENT) & (SAME | set(RENAMED))
+    assert not set(SAME_NAME_OTHER_MEANING) & (SAME | set(RENAMED) | set(NO_EQUIVALENT))
+
+
+def test_a_name_both_clients_know_but_read_differently_is_handed_on_and_said():
+    """request.timeout.ms is librdkafka's broker-enforced Produce timeout and the Java client's
+    wait for any answer as well (librdkafka's CONFIGURATION.md, kafka-clients' ProducerConfig);
+    partitioner is no Java setting at all (partitioner.class, murmur2 by default)."""
+    settings = to_java({"request.timeout.ms": 1000, "partitioner": "consistent_random"})
+    assert settings.config == {"request.timeout.ms": "1000"}
+    assert "request.timeout.ms" in settings.differs and "partitioner" in settings.dropped
+    lines = describe(settings)
+    assert any("`request.timeout.ms` is given under the same name, but" in x for x in lines)
+    assert any("`partitioner` is not given" in x and "murmur2" in x for x in lines)
 
 
 @pytest.mark.parametrize("name", sorted(list_scenarios()))

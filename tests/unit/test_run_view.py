@@ -140,8 +140,8 @@ def test_the_timeline_tells_instances_apart_and_keeps_fault_labels_apart():
     figure = timeline_figure(history(), result, VERDICTS)
     names = {trace.name: trace for trace in figure.data}
     assert "output written by processor" in names
-    assert "output written by processor#2" in names
-    first, second = names["output written by processor"], names["output written by processor#2"]
+    assert "output written by processor 2" in names  # the replacement, not the lab's processor#2
+    first, second = names["output written by processor"], names["output written by processor 2"]
     assert first.marker.color != second.marker.color
     assert all(trace.marker.size >= 10 for trace in figure.data)
     labels = {
@@ -281,7 +281,8 @@ def test_the_verdict_table_shows_no_none_cell():
         "no answer",
     )
     assert lost["offsets"] == "—" and duplicated["offsets"] == "0:6, 0:10"
-    assert duplicated["sent (s)"] == "0.500" and duplicated["latency_ms"] == "500"
+    assert duplicated["sent (s)"] == "0.500" and duplicated["latency (ms)"] == "500"
+    assert "latency_ms" not in shown.columns and "aborted_copies" not in shown.columns
 
 
 def evidence_page(presenter: bool) -> None:

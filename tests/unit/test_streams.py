@@ -136,7 +136,7 @@ def test_the_pages_rows_put_the_store_beside_the_truth():
             "right": "❌ over-counted",
         }
     ]
-    assert restore_line(history_of_a_crash()).startswith("processor#2 restored 2 records")
+    assert restore_line(history_of_a_crash()).startswith("processor 2 restored 2 records")
     assert store_rows([{"proc": "processor", "ev": "consumed", "id": 1}], [1]) is None
 
 

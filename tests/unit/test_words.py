@@ -133,7 +133,7 @@ def test_every_fault_kind_has_words():
         assert faults.fault_words(kind).endswith(": skipped"), kind
     assert faults.fault_words("crash") == "killed"
     assert faults.fault_words("kill-follower-skipped") == "follower killed: skipped"
-    assert faults.fault_words("wipe-skipped") == "a replica's disk lost: skipped"
+    assert faults.fault_words("wipe-skipped") == "a replica's partition directory deleted: skipped"
 
 
 def test_every_proxy_event_has_words():
@@ -211,3 +211,47 @@ def test_raw_codes_in_a_recorded_sentence_are_said_in_the_rooms_words():
     # Already said (the code in code type after its words): left as it is.
     current = "too few in-sync replicas :small[`NOT_ENOUGH_REPLICAS`]"
     assert room_words(current) == current
+
+
+def test_the_labs_own_names_do_not_reach_the_room():
+    """Issue 59: a fault point, a replacement's engine name, a code known only by its number, a
+    Java exception's class name said as words, librdkafka's partition format and a replica set
+    after "nodes" are said in words; Kafka's or the client's own error name may follow in small
+    type, the lab's names do not."""
+    from engine.words import room_words
+
+    assert words.point_words("after output_acked #12") == "after its 12th output was written"
+    assert words.process_words("processor#2") == "processor 2"
+    assert words.process_words("producer") == "producer"
+    # The proxy names a Produce error it has no name for by number; Kafka's table has it.
+    said = words.say_error("error code 51")
+    assert said.words == "another transaction of this id is still ending"
+    assert said.raw == "CONCURRENT_TRANSACTIONS"
+    assert words.say_error("error code 999").words.startswith("an error Kafka numbers 999")
+    # A Java exception is said as the Kafka error it carries, or from its own message.
+    fenced = words.say_error("FencedInstanceIdException")
+    assert fenced.words.startswith("fenced: a newer member") and fenced.raw.endswith("Exception")
+    assert "rebalanced" in words.error_words("CommitFailedException")
+    assert words.error_words("SomeNewThingException") == "some new thing"
+    # Under KIP-848's consumer protocol the newcomer is refused instead.
+    assert "KIP-848" in words.error_words("UNRELEASED_INSTANCE_ID")
+    # Older recorded sentences, replayed.
+    assert room_words("on nodes [2, 3], led by node 2") == "on nodes 2 and 3, led by node 2"
+    old = "answered 4 Produce requests: error :small[`error code 51`], after 1 ms"
+    assert room_words(old) == (
+        "answered 4 Produce requests: another transaction of this id is still ending "
+        ":small[`CONCURRENT_TRANSACTIONS`], after 1 ms"
+    )
+    java = "fenced: fencedinstanceidexception :small[`FencedInstanceIdException`] (The broker...)"
+    assert "fencedinstanceidexception" not in room_words(java)
+    assert room_words("commit failed: lab.t((null))[0]@12") == (
+        "commit failed: lab.t partition 0 at offset 12"
+    )
+
+
+def test_an_epoch_refusal_names_every_cause():
+    """INVALID_PRODUCER_EPOCH is not "a newer producer" only: a timed-out abort moves the epoch
+    (TransactionCoordinator), and at transaction version 2 every transaction's end does."""
+    said = words.error_words("INVALID_PRODUCER_EPOCH")
+    assert "newer instance" in said and "timed-out abort" in said
+    assert "transaction version 2" in said
