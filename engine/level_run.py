@@ -45,6 +45,7 @@ from engine.processes import RoleProcess
 from engine.proxy.control import read_events
 from engine.replica_watches import ReplicaWatches, WatchedTopic
 from engine.scenario import Fault, Scenario
+from engine.words import nodes_words
 
 # The coordinator looks for timed-out transactions every
 # transaction.abort.timed.out.transaction.cleanup.interval.ms (10 s by default); 5 s more for
@@ -723,9 +724,9 @@ def placement_note(replicas: list[int], controller: int | None) -> str:
         else "one of its followers"
     )
     return (
-        f"The lab placed the partition on nodes {replicas}, led by node {replicas[0]}, so that "
-        f"the scenario's faults find the same leader and followers at every level; the active "
-        f"controller is node {controller}, {spared}."
+        f"The lab placed the partition on {nodes_words(list(replicas))}, led by node "
+        f"{replicas[0]}, so that the scenario's faults find the same leader and followers at "
+        f"every level; the active controller is node {controller}, {spared}."
     )
 
 
