@@ -7,7 +7,7 @@ import pytest
 
 from engine.lesson import list_lessons, load_lesson
 from engine.scenario import ScenarioError, list_scenarios, load_scenario, parse_scenario
-from pages._sources import footnote_markdown
+from pages._sources import footnote_markdown, footnote_tests
 
 
 @pytest.mark.parametrize("name", sorted(list_scenarios()))
@@ -38,5 +38,7 @@ def test_footnotes_number_each_source_and_name_a_lab_test() -> None:
     text = footnote_markdown(scenario.sources)
     assert text.startswith("Sources: [1] [Partition.checkEnoughReplicasReachOffset](https://")
     assert f"[{len(scenario.sources)}] The lab's test" in text
-    assert "`tests/integration/test_replication_truths.py::" in text
+    # The projected line says what the test is; its pytest id is in the hover help only.
+    assert "tests/integration" not in text and "(a test of the lab on a real broker)" in text
+    assert "tests/integration/test_replication_truths.py::" in footnote_tests(scenario.sources)
     assert footnote_markdown([]) == ""
