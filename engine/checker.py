@@ -21,6 +21,28 @@ Definitions (shown in the dashboard's help, used by the PySpark job too):
   store) sees that id come back after a later one.
 - visible although aborted: a copy that a read_uncommitted reader sees but a read_committed
   reader does not, once every transaction has ended (it belonged to an aborted transaction).
+- refusals, counted apart by what was refused (`count_refusals`), each a distinct refusal
+  however many lines report it:
+  - writes refused (`writes_refused`): Produce requests a partition leader refused for their
+    producer epoch (INVALID_PRODUCER_EPOCH, PRODUCER_FENCED), one per request as the fault
+    proxy saw the broker's answer (node, connection, correlation id). A client's own report
+    of such a refusal (failed deliveries with that error) counts once per producer instance
+    only when the proxy saw no such answer in the level: otherwise it is the same refusal.
+  - offset commits refused (`commits_refused`): each `commit_rejected` whose error says the
+    group coordinator refused an out-of-date member (UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION,
+    REBALANCE_IN_PROGRESS ...; a commit that timed out was not refused), plus one per
+    consumer instance the group coordinator fenced (`fenced` by the group coordinator:
+    FENCED_INSTANCE_ID, a commit failed for a stale generation), however many lines that
+    instance wrote about it: a fenced member commits nothing more.
+  - transaction calls refused (`txn_calls_refused`): one per producer instance (a new
+    producer after a `restart` is a new instance) fenced on the transaction side (`fenced`
+    not by the group coordinator, or a commit whose failure says the transaction was aborted
+    under it with an epoch error), unless a write of that instance was refused first (its
+    own report, or a refused Produce the proxy saw between the instance's start and the
+    fence): then the fence is that write's refusal, counted as a write. Otherwise the
+    transaction coordinator refused a call of the transaction for its epoch
+    (AddPartitionsToTxn, AddOffsetsToTxn, TxnOffsetCommit, EndTxn); after it the client is
+    fenced and sends nothing more, so one fence is one refusal.
 - end-to-end latency: the first moment the sink consumer saw an id, minus the moment the
   workload created the message (`created_at` in its value); percentiles by nearest rank.
 """
@@ -74,7 +96,6 @@ class LevelCounts:
     lost: int
     reordered: int
     aborted_visible: int
-    fenced: int
     latency_ms: dict[str, float | None]
     # Stored at the level's isolation but never read by the sink: no latency for them.
     unseen_by_sink: int = 0
@@ -82,6 +103,16 @@ class LevelCounts:
     never_sent: int = 0
     # Inputs the processor had not processed when the run ended (Kafka holds them).
     not_processed: int = 0
+    # What a zombie (or any out-of-date instance) was refused, by kind (count_refusals).
+    writes_refused: int = 0
+    commits_refused: int = 0
+    txn_calls_refused: int = 0
+
+    @property
+    def refused(self) -> int:
+        """Every refusal of any kind: result.json's `fenced`, which scenario and lesson
+        files read until they name the kind they mean."""
+        return self.writes_refused + self.commits_refused + self.txn_calls_refused
 
 
 def percentile(values: Sequence[float], q: float) -> float | None:
@@ -131,6 +162,7 @@ def check(
     history: Sequence[dict[str, Any]],
     stored: Sequence[StoredRecord],
     committed_view: Sequence[StoredRecord] | None = None,
+    proxy_faults: Sequence[dict[str, Any]] = (),
     producer_procs: Iterable[str] = ("producer", "source"),
     sink_proc: str = "sink",
 ) -> tuple[list[Verdict], LevelCounts]:
@@ -138,13 +170,14 @@ def check(
 
     `stored` is the judged topic at the level's isolation. `committed_view` is the same topic
     read at read_committed; when given, copies in `stored` missing from it are aborted.
+    `proxy_faults` are the fault proxy's records of this level's connections (the broker's
+    answers it saw), for the refusals.
     """
     producers = set(producer_procs)
     sent_at: dict[int, float] = {}
     acked_at: dict[int, float] = {}
     failed: set[int] = set()
     consumed_at: dict[int, float] = {}
-    fenced = 0
     aborted_txn_ids: set[int] = set()
     committed_txn_ids: set[int] = set()
     group_committed: dict[int, int] = {}  # input partition -> the group's offset at the end
@@ -166,8 +199,6 @@ def check(
             target = aborted_txn_ids if event["ev"] == "txn_abort" else committed_txn_ids
             target.update(event.get("ids", []))
         proc, ev, message_id = event.get("proc", ""), event.get("ev"), event.get("id")
-        if ev == "fenced":
-            fenced += 1
         if message_id is None:
             continue
         if proc.split("#")[0] in producers:
@@ -253,11 +284,11 @@ def check(
         lost=sum(1 for v in verdicts if v.verdict == "lost"),
         reordered=sum(1 for v in verdicts if v.reordered),
         aborted_visible=sum(v.aborted_copies for v in verdicts),
-        fenced=fenced,
         latency_ms=latency_summary(latencies),
         unseen_by_sink=sum(1 for v in verdicts if v.copies and v.consumed_at is None),
         never_sent=sum(1 for v in verdicts if v.verdict == "never sent"),
         not_processed=sum(1 for v in verdicts if v.verdict == "not processed yet"),
+        **asdict(count_refusals(history, proxy_faults)),
     )
     return verdicts, counts
 
@@ -267,6 +298,115 @@ def _pending(position: tuple[int, int] | None, group_committed: dict[int, int]) 
     if position is None or position[0] not in group_committed:
         return False
     return position[1] >= group_committed[position[0]]
+
+
+# A partition leader's answers to a Produce whose producer epoch is out of date: a newer
+# instance of the transactional.id (or the coordinator's timeout abort) bumped it.
+EPOCH_ANSWERS = frozenset({"INVALID_PRODUCER_EPOCH", "PRODUCER_FENCED"})
+# A client's failed delivery that says the broker refused the write for its epoch. Not the
+# Java client's ProducerFencedException: it also fails, locally, the batches still queued
+# once the producer is fenced by another call, which no broker refused.
+WRITE_REFUSED_ERRORS = EPOCH_ANSWERS | {"InvalidProducerEpochException"}
+# Errors of a failed commit_transaction that mean an epoch fence, as the roles write them.
+EPOCH_FENCE_ERRORS = EPOCH_ANSWERS | {
+    "_FENCED",
+    "ProducerFencedException",
+    "InvalidProducerEpochException",
+}
+GROUP = "group coordinator"
+# A commit the group coordinator refused because the member is out of date (librdkafka's
+# and the Java client's names). A commit that timed out or found no coordinator was not
+# refused, and is not counted.
+GROUP_REFUSALS = frozenset(
+    {
+        "UNKNOWN_MEMBER_ID",
+        "ILLEGAL_GENERATION",
+        "REBALANCE_IN_PROGRESS",
+        "FENCED_INSTANCE_ID",
+        "STALE_MEMBER_EPOCH",
+        "CommitFailedException",
+        "RebalanceInProgressException",
+        "FencedInstanceIdException",
+        "UnknownMemberIdException",
+        "IllegalGenerationException",
+        "StaleMemberEpochException",
+    }
+)
+# The events count_refusals reads (the metrics job selects these rows only).
+REFUSAL_EVENTS = ("fenced", "commit_rejected", "txn_abort", "restart", "fail", "output_failed")
+
+
+@dataclass(frozen=True)
+class Refusals:
+    """What was refused, by kind (the module's definitions list says how each is counted)."""
+
+    writes_refused: int = 0
+    commits_refused: int = 0
+    txn_calls_refused: int = 0
+
+
+def count_refusals(
+    history: Iterable[dict[str, Any]], proxy_faults: Iterable[dict[str, Any]] = ()
+) -> Refusals:
+    """Count each distinct refusal once, from the history and the proxy's broker answers."""
+    refused_produce = {
+        (f.get("node"), f.get("conn"), f.get("correlation_id")): float(f.get("t", 0.0))
+        for f in proxy_faults
+        if f.get("kind") == "produce_error" and f.get("error") in EPOCH_ANSWERS
+    }
+    proxy_times = sorted(refused_produce.values())
+    # Each event with the life of its process's producer: a `restart` starts a new one.
+    restarts: dict[str, int] = defaultdict(int)
+    born: dict[tuple[str, int], float] = {}
+    lived: list[tuple[tuple[str, int], dict[str, Any]]] = []
+    for event in history:
+        proc = str(event.get("proc", ""))
+        if event.get("ev") == "restart":
+            restarts[proc] += 1
+            born[(proc, restarts[proc])] = float(event.get("t", 0.0))
+        lived.append(((proc, restarts[proc]), event))
+    # A client's report of a refused write may come before or after its fence line (delivery
+    # reports are served when the client polls): the whole life is searched for one.
+    wrote_refused = {
+        key
+        for key, e in lived
+        if e.get("ev") in ("fail", "output_failed") and e.get("error") in WRITE_REFUSED_ERRORS
+    }
+    txn_fenced: set[tuple[str, int]] = set()
+    fenced_by_write: set[tuple[str, int]] = set()
+    group_fenced: set[str] = set()
+    commits_rejected = 0
+    for key, event in lived:
+        ev = event.get("ev")
+        if ev == "commit_rejected" and event.get("error") in GROUP_REFUSALS:
+            commits_rejected += 1
+        elif ev == "fenced" and event.get("by") == GROUP:
+            group_fenced.add(key[0])
+        elif key not in txn_fenced | fenced_by_write and _txn_fence(event):
+            # A fence after a refused write is that write's refusal, not a call's.
+            start, now = born.get(key, float("-inf")), float(event.get("t", 0.0))
+            if key in wrote_refused or any(start <= t <= now for t in proxy_times):
+                fenced_by_write.add(key)
+            else:
+                txn_fenced.add(key)
+    by_clients = 0 if refused_produce else len(wrote_refused)
+    return Refusals(
+        writes_refused=len(refused_produce) + by_clients,
+        commits_refused=commits_rejected + len(group_fenced),
+        txn_calls_refused=len(txn_fenced),
+    )
+
+
+def _txn_fence(event: dict[str, Any]) -> bool:
+    """A producer fenced for its epoch: a `fenced` line not by the group, or a commit that
+    failed because the transaction was aborted under it with an epoch error."""
+    ev = event.get("ev")
+    if ev == "fenced":
+        return event.get("by") != GROUP
+    if ev == "txn_abort" and event.get("by"):
+        reason = str(event.get("reason", "")).lower()
+        return event.get("error") in EPOCH_FENCE_ERRORS or "fenced" in reason or "epoch" in reason
+    return False
 
 
 def verdicts_to_rows(verdicts: Sequence[Verdict]) -> list[dict[str, Any]]:

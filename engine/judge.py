@@ -154,6 +154,8 @@ class LevelResult:
             "sink_topic": s.sink_topic,
             "isolation": self.isolation,
             **asdict(self.counts),
+            # Every refusal of any kind, under the name scenario and lesson files still read.
+            "fenced": self.counts.refused,
             "faults": self.faults,
             "started_at": s.started_at,
             "duration_s": s.duration_s,
@@ -225,6 +227,7 @@ def judge(history: list[dict[str, Any]], read: ReadBack, settings: LevelSettings
         history=history,
         stored=read.at_level,
         committed_view=read.committed,
+        proxy_faults=read.proxy_faults,
         producer_procs=PRODUCER_PROCS,
     )
     faults = faults_of(history, read.proxy_faults)
