@@ -256,15 +256,20 @@ def _print_results(output: dict) -> None:
     print(f"run {output['run_id']} ({output['scenario']})")
     print(
         f"{'level':<18}{'sent':>6}{'acked':>7}{'deliv':>7}{'dups':>6}{'lost':>6}{'reord':>7}"
-        f"{'fenced':>8}{'p50 ms':>9}"
+        f"{'w-ref':>7}{'c-ref':>7}{'t-ref':>7}{'p50 ms':>9}"
     )
     for level, r in output["results"].items():
         p50 = r["latency_ms"]["p50"]
         print(
             f"{level:<18}{r['sent']:>6}{r['acked']:>7}{r['delivered']:>7}{r['duplicates']:>6}"
-            f"{r['lost']:>6}{r['reordered']:>7}{r['fenced']:>8}"
+            f"{r['lost']:>6}{r['reordered']:>7}"
+            f"{r['writes_refused']:>7}{r['commits_refused']:>7}{r['txn_calls_refused']:>7}"
             f"{'-' if p50 is None else f'{p50:.0f}':>9}"
         )
+    print(
+        "refused: w-ref writes (producer epoch), c-ref offset commits (group), "
+        "t-ref transaction calls (transaction coordinator)"
+    )
 
 
 def cmd_runs(args: argparse.Namespace) -> int:

@@ -21,7 +21,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from engine.checker import LevelCounts, Verdict
+from engine.checker import EPOCH_ANSWERS, LevelCounts, Verdict
 from engine.client_evidence import client_evidence
 from engine.faults import KINDS
 from engine.levels import LEVELS
@@ -352,9 +352,6 @@ def explain(
         resumed=resumed,
         late=late_writes,
         replaced=replaced,
-        group_fenced=any(
-            e.get("ev") == "fenced" and e.get("by") == "group coordinator" for e in history
-        ),
         aborted_under=[
             i
             for e in history
@@ -539,7 +536,7 @@ def broker_answers(faults: Sequence[dict[str, Any]]) -> list[str]:
 # Answers that mean "a newer producer with your id holds a higher epoch": librdkafka raises
 # them as fatal (_FENCED) for a transactional producer instead of retrying (rdkafka_txnmgr.c,
 # rdkafka_request.c). The Java client treats a timeout's epoch bump as abortable (KIP-588).
-FENCING_ERRORS = frozenset({"INVALID_PRODUCER_EPOCH", "PRODUCER_FENCED"})
+FENCING_ERRORS = EPOCH_ANSWERS
 
 
 # NOT_LEADER_OR_FOLLOWER from the node about to lead (leader-moves): Kafka's text for the error
@@ -656,7 +653,6 @@ def headline(
     late: list[int],
     aborted_under: list[int] | None = None,
     replaced: bool = True,
-    group_fenced: bool = False,
 ) -> str:
     """The level's verdict in one sentence, from the worst count the run shows."""
     if counts.duplicates and duplicated:
@@ -693,11 +689,26 @@ def headline(
         sentence += f"; {counts.not_processed} not processed yet"
     if aborted_under:  # the producer's commit failed: its transaction was aborted under it
         sentence += f"; {ids_phrase(aborted_under)} aborted with their transaction"
-    elif counts.fenced and (replaced or group_fenced):
-        sentence += f"; {plural(counts.fenced, 'zombie write')} fenced"
-    elif counts.fenced:  # nobody replaced it: the coordinator's timeout abort bumped the epoch
-        sentence += "; fenced after its transaction outlived its timeout"
+    else:
+        sentence += refusals_phrase(counts, replaced)
     return sentence
+
+
+def refusals_phrase(counts: LevelCounts, replaced: bool) -> str:
+    """What the out-of-date instance was refused, each kind in its own words (a refused
+    commit is never called a fenced write)."""
+    epoch = counts.writes_refused + counts.txn_calls_refused
+    if epoch and not replaced:  # nobody replaced it: the coordinator's timeout abort
+        return "; fenced after its transaction outlived its timeout"
+    parts = []
+    if counts.writes_refused:
+        parts.append(f"{plural(counts.writes_refused, 'zombie write')} fenced")
+    if counts.txn_calls_refused:
+        calls = plural(counts.txn_calls_refused, "zombie transaction call")
+        parts.append(f"{calls} refused")
+    if counts.commits_refused:
+        parts.append(f"{plural(counts.commits_refused, 'offset commit')} refused by the group")
+    return "".join(f"; {p}" for p in parts)
 
 
 POLICIES = {
