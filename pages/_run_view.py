@@ -49,6 +49,8 @@ EVENT_STYLE = {
 # A second instance of a role (processor#2, a replacement) in its own colour, so the room sees
 # which instance wrote what.
 INSTANCE_COLOURS = ["#ef6c00", "#00838f", "#ad1457"]
+# What an out-of-date instance was refused, by kind (engine.checker.count_refusals).
+REFUSALS = ("writes_refused", "commits_refused", "txn_calls_refused")
 # A level "shows the failure" when any of these counts is above zero.
 ANOMALY_COUNTS = ("duplicates", "lost", "reordered", "aborted_visible")
 DELIVERED_ONCE = "delivered once"
@@ -177,7 +179,11 @@ TEACHING_LABELS = {
     "never_sent": "never sent",
     "not_processed": "not processed yet",
     "read_uncommitted_duplicates": "duplicates at read_uncommitted",
-    "fenced": "zombie writes fenced",
+    "writes_refused": "writes refused (epoch)",
+    "commits_refused": "offset commits refused",
+    "txn_calls_refused": "transaction calls refused",
+    # A run recorded before refusals were counted by kind: all of them, not only writes.
+    "fenced": "refusals of any kind",
     "effects": "effects in the database",
     "duplicates_absorbed": "duplicates absorbed",
 }
@@ -185,18 +191,27 @@ TEACHING_LABELS = {
 
 # Counts the card's sentence may cite (explain.headline): on the card whenever they are not
 # zero, so the sentence never names a number the card does not show.
-CITED_COUNTS = (*ANOMALY_COUNTS, "never_sent", "not_processed")
+CITED_COUNTS = (*ANOMALY_COUNTS, "never_sent", "not_processed", *REFUSALS)
 
 
 def teaching_counts(level: str, result: dict[str, Any], teaches: dict[str, Any]) -> list[str]:
     """The counts this level's card shows: delivered, what the scenario teaches, then every
     other count its sentence may cite that this run made."""
     taught = [k for k in (teaches.get(level) or {}) if k in result and k != "delivered"]
+    if "fenced" in taught and REFUSALS[0] in result:
+        # A scenario that teaches "fenced" shows what was refused, each kind under its name.
+        at = taught.index("fenced")
+        taught[at : at + 1] = refused_kinds(result)
     shown = ["delivered", *taught] if taught else ["delivered", "duplicates", "lost"]
     cited = [k for k in CITED_COUNTS if (result.get(k) or 0) > 0 and k not in shown]
     # A read_committed level's duplicates as a read_uncommitted reader would count them.
     other = ["read_uncommitted_duplicates"] if result.get("read_uncommitted_duplicates") else []
     return shown + cited + other
+
+
+def refused_kinds(result: dict[str, Any]) -> list[str]:
+    """The kinds of refusal this level counts above zero; writes (0) when there is none."""
+    return [k for k in REFUSALS if result.get(k)] or [REFUSALS[0]]
 
 
 def level_heading(level: str, result: dict[str, Any]) -> str:
@@ -272,8 +287,11 @@ def render_count_cards(results: dict[str, Any], *, presenter: bool = False) -> N
             for i, (key, label, helptext) in enumerate(COUNTS):
                 (left if i % 2 == 0 else right).metric(label, result[key], help=helptext)
             extra = []
-            if result.get("fenced"):
-                extra.append(f"🛡️ **{result['fenced']}** write(s) fenced")
+            for key in REFUSALS:
+                if result.get(key):
+                    extra.append(f"🛡️ {TEACHING_LABELS[key]}: **{result[key]}**")
+            if REFUSALS[0] not in result and result.get("fenced"):  # recorded before the kinds
+                extra.append(f"🛡️ {TEACHING_LABELS['fenced']}: **{result['fenced']}**")
             if result.get("aborted_visible"):
                 extra.append(f"👻 **{result['aborted_visible']}** aborted record(s) visible")
             if result.get("read_uncommitted_duplicates") is not None:

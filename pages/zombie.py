@@ -82,17 +82,27 @@ def instance_label(proc: str) -> str:
 inits = [e for e in history if e["ev"] == "txn_init" and e["proc"].startswith("processor")]
 fenced = [e for e in history if e["ev"] == "fenced"]
 txn_id = inits[0]["transactional_id"] if inits else "?"
-left, mid, right = st.columns(3)
+left, mid, writes, calls = st.columns(4)
 left.metric("transactional.id", "shared by both", help=txn_id)
 mid.metric("Registrations", len(inits), help="init_transactions calls: each bumps the epoch")
-right.metric("Rejected (fenced)", len(fenced))
+writes.metric(
+    "Writes refused (epoch)",
+    result.get("writes_refused", 0),
+    help="Produce requests a partition leader refused for their out-of-date producer epoch",
+)
+calls.metric(
+    "Transaction calls refused",
+    result.get("txn_calls_refused", 0),
+    help="calls of the zombie's transaction (adding offsets or partitions, ending it) that "
+    "the transaction coordinator refused for its out-of-date epoch",
+)
 st.caption(f"`transactional.id = {txn_id}`")
 for event in fenced:
     match = PID_EPOCH.search(event.get("reason", ""))
     detail = f" (producer id {match[1]}, old epoch {match[2]})" if match else ""
     # Fencing is exactly-once working, so it is shown as a success, with Kafka's own words.
     st.success(
-        f"Fencing worked: {instance_label(event['proc'])}'s write was rejected{detail}. "
+        f"Fencing worked: {instance_label(event['proc'])} was refused{detail}. "
         f"Kafka said: “{event.get('reason')}”",
         icon="🛡️",
     )
