@@ -344,13 +344,17 @@ class Refusals:
     commits_refused: int = 0
     txn_calls_refused: int = 0
 
+    @property
+    def total(self) -> int:
+        return self.writes_refused + self.commits_refused + self.txn_calls_refused
+
 
 def count_refusals(
     history: Iterable[dict[str, Any]], proxy_faults: Iterable[dict[str, Any]] = ()
 ) -> Refusals:
     """Count each distinct refusal once, from the history and the proxy's broker answers."""
     refused_produce = {
-        (f.get("node"), f.get("conn"), f.get("correlation_id")): float(f.get("t", 0.0))
+        (f.get("node"), f.get("conn"), f.get("correlation_id")): _time(f)
         for f in proxy_faults
         if f.get("kind") == "produce_error" and f.get("error") in EPOCH_ANSWERS
     }
@@ -359,11 +363,13 @@ def count_refusals(
     restarts: dict[str, int] = defaultdict(int)
     born: dict[tuple[str, int], float] = {}
     lived: list[tuple[tuple[str, int], dict[str, Any]]] = []
-    for event in history:
-        proc = str(event.get("proc", ""))
+    # In time order whatever the input's order of equal times (the metrics job collects the
+    # rows in any order), a restart after the lines its fence wrote at the same moment.
+    for event in sorted(history, key=lambda e: (_time(e), e.get("ev") == "restart")):
+        proc = str(event.get("proc") or "")
         if event.get("ev") == "restart":
             restarts[proc] += 1
-            born[(proc, restarts[proc])] = float(event.get("t", 0.0))
+            born[(proc, restarts[proc])] = _time(event)
         lived.append(((proc, restarts[proc]), event))
     # A client's report of a refused write may come before or after its fence line (delivery
     # reports are served when the client polls): the whole life is searched for one.
@@ -384,7 +390,7 @@ def count_refusals(
             group_fenced.add(key[0])
         elif key not in txn_fenced | fenced_by_write and _txn_fence(event):
             # A fence after a refused write is that write's refusal, not a call's.
-            start, now = born.get(key, float("-inf")), float(event.get("t", 0.0))
+            start, now = born.get(key, float("-inf")), _time(event)
             if key in wrote_refused or any(start <= t <= now for t in proxy_times):
                 fenced_by_write.add(key)
             else:
@@ -395,6 +401,10 @@ def count_refusals(
         commits_refused=commits_rejected + len(group_fenced),
         txn_calls_refused=len(txn_fenced),
     )
+
+
+def _time(event: dict[str, Any]) -> float:
+    return float(event.get("t") or 0.0)
 
 
 def _txn_fence(event: dict[str, Any]) -> bool:

@@ -149,6 +149,11 @@ def history_columns() -> Any:
             # processed yet).
             ("partition", pa.int32()),
             ("offset", pa.int64()),
+            # What a refusal says (engine.checker.count_refusals): its error, who refused,
+            # and the client's words.
+            ("error", pa.string()),
+            ("by", pa.string()),
+            ("reason", pa.string()),
         ]
     )
 
@@ -163,7 +168,7 @@ def _fits(field: str, value: Any) -> bool:
         return True
     if field == "t":  # NaN and infinities too: JSON reading gives them back as they are
         return isinstance(value, int | float) and not isinstance(value, bool)
-    if field in ("proc", "ev"):
+    if field in ("proc", "ev", "error", "by", "reason"):
         return isinstance(value, str)
     if field == "partition":
         return _whole(value, _INT32)

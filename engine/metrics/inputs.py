@@ -61,6 +61,15 @@ class RunInputs:
     recorded_bootstrap: str | None
     engine_results: dict[str, Any]
 
+    @property
+    def proxy_faults(self) -> dict[str, list[dict[str, Any]]]:
+        """Each level's fault proxy records (the brokers' answers it saw), as its result
+        keeps them among its faults: what the refusals are counted from besides the history."""
+        return {
+            level: [f for f in r.get("faults", []) if f.get("source") == "proxy"]
+            for level, r in self.engine_results.items()
+        }
+
 
 # ---- inputs ---------------------------------------------------------------------------
 def load_run_inputs(run_id: str) -> RunInputs:
@@ -155,7 +164,7 @@ def _kafka_reader(spark: SparkSession, bootstrap: str, isolation: str) -> DataFr
 
 
 def read_history(spark: SparkSession, history_paths: Mapping[str, Path]) -> DataFrame:
-    """Each level's history as rows (level, t, proc, ev, id, ids, partition, offset).
+    """Each level's history as rows (level, then engine.history.history_columns' fields).
 
     From the Parquet copy beside each history.jsonl when every level has one (runs recorded
     since engine.history.write_columns; 0.3 s less of a class's run's judgement,
@@ -174,7 +183,7 @@ def read_history(spark: SparkSession, history_paths: Mapping[str, Path]) -> Data
     level = F.regexp_extract(
         F.col("_metadata.file_path"), rf"/levels/([^/]+)/{re.escape(name)}$", 1
     )
-    return frame.select(level.alias("level"), "t", "proc", "ev", "id", "ids", "partition", "offset")
+    return frame.select(level.alias("level"), *HISTORY_SCHEMA.fieldNames())
 
 
 def read_recorded(spark: SparkSession, run_id: str) -> tuple[DataFrame, DataFrame]:

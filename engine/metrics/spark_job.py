@@ -197,6 +197,7 @@ def run_metrics(
             uncommitted_known=known,
             # The verdict table of a run kept in metrics.json is collected with the summary.
             collect_rows=run.messages * len(run.levels) <= rows_in_memory(),
+            proxy_faults=run.proxy_faults,
         )
     except Exception as exc:
         from py4j.protocol import Py4JJavaError

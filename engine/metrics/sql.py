@@ -241,7 +241,7 @@ def facts_sql(
     # Each row's kind and event as small ints, decided once per row: the aggregation below
     # tests them a dozen times per row, and string comparisons were a tenth of its time.
     record, event_row, txn = 0, 1, 2
-    ev_codes = {"send": 1, "ack": 2, "consumed": 3, "fail": 4, "fenced": 5}
+    ev_codes = {"send": 1, "ack": 2, "consumed": 3, "fail": 4}
     ev_codes |= {"txn_abort": 6, "txn_commit": 7}
     ev_code = f"coalesce({_sql_codes('ev', ev_codes)}, 0)"
 
@@ -310,7 +310,6 @@ WITH record_facts AS (
            coalesce(max(kind = {txn} AND {ev("txn_abort")}), FALSE)
                AND NOT coalesce(max(kind = {txn} AND {ev("txn_commit")}), FALSE)
                AS aborted_by_design,
-           sum(CAST(kind = {event_row} AND {ev("fenced")} AS BIGINT)) AS fenced,
            -- The first source ack's position (min_by skips rows whose ordering is NULL).
            min_by(in_partition, CASE WHEN in_offset IS NOT NULL THEN t END) AS in_partition,
            min_by(in_offset, CASE WHEN in_offset IS NOT NULL THEN t END) AS in_offset
@@ -368,7 +367,6 @@ _COUNTS = (
     "never_sent",
     "not_processed",
     "hidden",
-    "fenced",
     "latency_count",
     "window_start",
     "window_end",
@@ -412,7 +410,6 @@ def summary_sql(ranks: str) -> str:
         "never_sent": count_if("verdict = 'never sent'"),
         "not_processed": count_if("verdict = 'not processed yet'"),
         "hidden": f"sum(CASE WHEN {ledger} THEN hidden_copies END)",
-        "fenced": "sum(fenced)",
         "latency_count": count_if(f"{lat} IS NOT NULL"),
         "window_start": f"min(CASE WHEN {ledger} AND {lat} IS NOT NULL THEN created_at END)",
         "window_end": f"max(CASE WHEN {ledger} AND {lat} IS NOT NULL THEN consumed_at END)",

@@ -7,13 +7,19 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from engine.checker import (
+    REFUSAL_EVENTS,
+    WRITE_REFUSED_ERRORS,
+    Refusals,
+    count_refusals,
+)
 from engine.metrics.buckets import bucket_width
 from engine.metrics.inputs import PRODUCER_PROCS, SINK_PROC, LevelSpec
 from engine.metrics.session import shuffle_partitions
@@ -114,6 +120,7 @@ def judge(
     uncommitted_known: Mapping[str, bool] | None = None,
     ranks: str | None = None,
     collect_rows: bool = False,
+    proxy_faults: Mapping[str, Sequence[dict[str, Any]]] | None = None,
 ) -> Judged:
     """Judge every message of every level; the definitions are engine.checker's.
 
@@ -127,6 +134,8 @@ def judge(
     `ranks` ("sort" or "histogram", see summary_sql) defaults by the run's size.
     With `collect_rows`, what verdict_rows needs is collected too, at the same time as the
     summary: for a run whose table is kept in memory.
+    `proxy_faults` (per level) are the fault proxy's records of the brokers' answers, which
+    the refusals are counted from with the history's refusal lines (refusals_of).
     """
     spark = uncommitted.sparkSession
     method = ranks or ("sort" if messages <= SORTED_RANKS_UP_TO else "histogram")
@@ -171,8 +180,13 @@ def judge(
                 collected = (ledger.result(), stored.result())
         else:
             results = _summarise(facts_read, levels, messages, uncommitted_known, method)
+        refused = refusals_of(history, levels, proxy_faults or {})
     finally:
         conf.set("spark.sql.shuffle.partitions", before)
+    for level, counted in refused.items():
+        results[level].update(asdict(counted))
+        # The total of every kind, as result.json's `fenced` (engine.judge).
+        results[level]["fenced"] = counted.total
     return Judged(
         results=results,
         facts=facts,
@@ -181,6 +195,38 @@ def judge(
         levels=list(levels),
         collected=collected,
     )
+
+
+def refusals_of(
+    history: DataFrame,
+    levels: Sequence[LevelSpec],
+    proxy_faults: Mapping[str, Sequence[dict[str, Any]]],
+) -> dict[str, Refusals]:
+    """Each level's refusals, by the checker's own rule (engine.checker.count_refusals).
+
+    A refusal is counted from a handful of lines whatever the run's size (fences, rejected
+    commits, failed deliveries with an epoch error), and from their order in time and their
+    dedup across lines, which is the checker's to say once: Spark selects those lines and
+    the driver counts them with that rule, so the two counts cannot drift apart.
+    """
+    fields = ("t", "proc", "ev", "error", "by", "reason")
+    # A history written without what a refusal says (a benchmark's) has no refusal lines.
+    said = [
+        F.col(f) if f in history.columns else F.lit(None).cast("string").alias(f) for f in fields
+    ]
+    lines_of = history.select("level", *said)
+    write_failures = F.col("ev").isin("fail", "output_failed")
+    kept = F.col("ev").isin(*REFUSAL_EVENTS) & (
+        ~write_failures | F.col("error").isin(*WRITE_REFUSED_ERRORS)
+    )
+    lines: dict[str, list[dict[str, Any]]] = {spec.level: [] for spec in levels}
+    for row in lines_of.where(kept).collect():
+        if row["level"] in lines:
+            lines[row["level"]].append({k: row[k] for k in fields if row[k] is not None})
+    return {
+        level: count_refusals(events, proxy_faults.get(level, ()))
+        for level, events in lines.items()
+    }
 
 
 def whole_rounds(tasks: int, spark: SparkSession) -> int:
@@ -284,7 +330,6 @@ def _summarise(
             "aborted_visible": c.get("aborted_visible") or 0,
             "aborted_as_intended": c.get("aborted_as_intended") or 0,
             "aborted_at_read_uncommitted": (c.get("hidden") or 0) if known else None,
-            "fenced": c.get("fenced") or 0,
             # Stored but never read by the sink: every delivered message has a latency
             # exactly when the sink read it.
             "unseen_by_sink": (c.get("delivered") or 0) - seen,

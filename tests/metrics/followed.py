@@ -41,6 +41,9 @@ CHECKER_FIELDS = (
     "lost",
     "reordered",
     "aborted_visible",
+    "writes_refused",
+    "commits_refused",
+    "txn_calls_refused",
     "fenced",
     "latency_ms",
 )

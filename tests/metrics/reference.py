@@ -38,6 +38,9 @@ COUNT_FIELDS = (
     "never_sent",
     "not_processed",
     "aborted_at_read_uncommitted",
+    "writes_refused",
+    "commits_refused",
+    "txn_calls_refused",
     "fenced",
 )
 
@@ -67,6 +70,7 @@ def judge_level(
     committed: Sequence[KafkaRow],
     history: Sequence[Event],
     messages: int,
+    proxy_faults: Sequence[dict[str, Any]] = (),
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """One level's results and verdict rows, the way the engine judges a run."""
     ledger = list(range(messages))
@@ -79,6 +83,7 @@ def judge_level(
         history=events,
         stored=at_level,
         committed_view=committed_view,
+        proxy_faults=proxy_faults,
         producer_procs=PRODUCER_PROCS,
     )
     rows = [
@@ -128,7 +133,10 @@ def judge_level(
         "never_sent": counts.never_sent,
         "not_processed": counts.not_processed,
         "aborted_at_read_uncommitted": hidden,
-        "fenced": counts.fenced,
+        "writes_refused": counts.writes_refused,
+        "commits_refused": counts.commits_refused,
+        "txn_calls_refused": counts.txn_calls_refused,
+        "fenced": counts.refused,
         "unseen_by_sink": counts.unseen_by_sink,
         "latency_ms": counts.latency_ms,
         "latency_distribution_ms": [
@@ -179,8 +187,9 @@ def judge(
     history: Sequence[Event],
     levels: Sequence[LevelSpec],
     messages: int,
+    proxy_faults: Mapping[str, Sequence[dict[str, Any]]] | None = None,
 ) -> tuple[dict[str, dict[str, Any]], dict[str, list[dict[str, Any]]]]:
-    """Every level's results and verdict rows."""
+    """Every level's results and verdict rows; `proxy_faults` per level."""
     by_level: dict[str, list[Event]] = defaultdict(list)
     for event in history:
         by_level[event["level"]].append(event)
@@ -192,5 +201,6 @@ def judge(
             committed=committed,
             history=by_level[spec.level],
             messages=messages,
+            proxy_faults=(proxy_faults or {}).get(spec.level, ()),
         )
     return results, verdicts

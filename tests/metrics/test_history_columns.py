@@ -28,6 +28,8 @@ EVENTS: list[dict[str, Any]] = [
     {"t": 3.0, "proc": "source", "ev": "ack", "id": -3, "partition": 2**31 - 1, "offset": 0},
     {"t": 3.5, "proc": "runner", "ev": "group_committed", "partition": 1, "offset": 12},
     {"t": 4.0, "proc": "sink", "ev": "consumed", "id": None, "extra": {"x": 1}},
+    {"t": 4.5, "proc": "processor", "ev": "fenced", "error": "_FENCED", "by": "group coordinator"}
+    | {"reason": "Commit failed: Broker: Static consumer fenced"},
     {"t": None, "proc": None, "ev": None},
     {},
 ]
@@ -41,6 +43,8 @@ MISFITS: list[tuple[str, Any]] = [
     ("ids", [1, 2.5]),
     ("partition", 2**31),
     ("offset", 2**63),
+    ("error", 47),
+    ("by", {"who": "coordinator"}),
 ]
 
 

@@ -121,6 +121,7 @@ def test_spark_metrics_equal_the_checkers(name, runs, spark, cluster1) -> None:
         history=history,
         levels=run.levels,
         messages=run.messages,
+        proxy_faults=run.proxy_faults,
     )
     for level, ref in expected.items():
         assert {k: metrics["results"][level][k] for k in ref} == ref, f"{name} / {level}"

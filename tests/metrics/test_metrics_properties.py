@@ -63,6 +63,8 @@ class Synthetic:
     uncommitted: list[tuple[str, int, int, bytes | None]] = field(default_factory=list)
     committed: list[tuple[str, int, int, bytes | None]] = field(default_factory=list)
     history: list[dict[str, Any]] = field(default_factory=list)
+    # The fault proxy's records per level (the brokers' answers the refusals are counted from).
+    proxy: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     expected: dict[str, dict[str, Any]] = field(default_factory=dict)
     ranks: str = "sort"  # how Spark finds the latency ranks (engine.metrics.sql.summary_sql)
     collect_rows: bool = False  # the verdict table collected beside the summary, or after
@@ -102,6 +104,7 @@ def judged_by_spark(spark: Any, run: Synthetic) -> Judged:
         messages=run.messages,
         ranks=run.ranks,
         collect_rows=run.collect_rows,
+        proxy_faults=run.proxy,
     )
 
 
@@ -120,6 +123,7 @@ def run_reference(run: Synthetic) -> tuple[dict[str, Any], dict[str, Any]]:
         history=sorted(run.history, key=lambda e: e["t"]),
         levels=run.levels,
         messages=run.messages,
+        proxy_faults=run.proxy,
     )
 
 
@@ -149,13 +153,18 @@ def planted_runs(draw: st.DrawFn) -> Synthetic:
         )
         run.levels.append(spec)
         fates = draw(st.lists(FATE, min_size=messages, max_size=messages))
-        fenced = draw(st.integers(0, 2))
-        plant(run, spec, fates, partitions, fenced)
+        # (writes, offset commits, transaction calls) refused
+        refused = draw(st.tuples(st.integers(0, 2), st.integers(0, 2), st.integers(0, 1)))
+        plant(run, spec, fates, partitions, refused)
     return run
 
 
 def plant(
-    run: Synthetic, spec: LevelSpec, fates: list[dict[str, Any]], partitions: int, fenced: int
+    run: Synthetic,
+    spec: LevelSpec,
+    fates: list[dict[str, Any]],
+    partitions: int,
+    refused: tuple[int, int, int],
 ) -> None:
     """Write one level's records and history from each message's fate; note what to expect."""
     committed_only = spec.isolation == "read_committed"
@@ -229,7 +238,19 @@ def plant(
                 {"t": seen - 1 / 16, "proc": "processor", "ev": "consumed", "id": message_id}
             )
             latencies.append(fate["latency_eighths"] * 125.0)
-    events += [{"t": T0 - 1, "proc": "processor", "ev": "fenced"} for _ in range(fenced)]
+    writes, commits, calls = refused
+    refusal = {"t": T0 - 1, "proc": "processor", "ev": "commit_rejected"}
+    events += [refusal | {"error": "ILLEGAL_GENERATION"} for _ in range(commits)]
+    fence = {"t": T0 - 1, "proc": "producer", "ev": "fenced", "error": "_FENCED"}
+    events += [fence | {"by": "transaction coordinator"} for _ in range(calls)]
+    # Each a Produce the broker refused for its epoch, after the fence above (so that fence
+    # stays a refused transaction call), once each however many partitions it names.
+    answer = {"source": "proxy", "kind": "produce_error", "node": 1, "conn": 3}
+    run.proxy[spec.level] = [
+        answer | {"t": T0 + k, "correlation_id": k, "partition": p, "error": "PRODUCER_FENCED"}
+        for k in range(writes)
+        for p in range(2)
+    ]
     events += [
         {"t": T0 - 2, "proc": "sink", "ev": "start"},
         {"t": T0 - 2, "proc": "nemesis", "ev": "nemesis"},
@@ -274,7 +295,10 @@ def plant(
         "aborted_visible": 0 if committed_only else aborted_copies,
         "aborted_as_intended": by_design if committed_only else 0,
         "aborted_at_read_uncommitted": aborted_copies,
-        "fenced": fenced,
+        "writes_refused": writes,
+        "commits_refused": commits,
+        "txn_calls_refused": calls,
+        "fenced": writes + commits + calls,
         "latency_ms": {
             "p50": nearest(50),
             "p95": nearest(95),
@@ -303,6 +327,10 @@ def test_both_recover_what_was_planted(spark, run: Synthetic) -> None:
 # ---- messy runs -----------------------------------------------------------------------
 PROCS = ["producer", "producer#2", "source", "sink", "processor", "nemesis", ""]
 EVS = ["send", "ack", "fail", "consumed", "txn_abort", "txn_commit", "fenced", "start"]
+EVS += ["commit_rejected", "restart", "output_failed"]
+# What a refusal line may say (engine.checker.count_refusals reads these).
+ERRORS = [None, "INVALID_PRODUCER_EPOCH", "ILLEGAL_GENERATION", "_FENCED", "_TIMED_OUT"]
+BY = [None, "group coordinator", "transaction coordinator", "the commit failed"]
 TIMES = st.sampled_from([0.0, 0.5, 1.0]) | st.floats(
     1.0, 1e4, allow_nan=False, allow_infinity=False
 )
@@ -349,12 +377,26 @@ def messy_runs(draw: st.DrawFn) -> Synthetic:
                         "ev": st.sampled_from(EVS),
                         "id": ids | st.none(),
                         "ids": st.lists(ids, max_size=3),
+                        "error": st.sampled_from(ERRORS),
+                        "by": st.sampled_from(BY),
                     }
                 ),
                 max_size=60,
             )
         )
         run.history += [{**e, "level": spec.level} for e in events]
+        answers = st.fixed_dictionaries(
+            {
+                "t": TIMES,
+                "source": st.just("proxy"),
+                "kind": st.sampled_from(["produce_error", "connection_reset"]),
+                "node": st.integers(1, 2),
+                "conn": st.just(1),
+                "correlation_id": st.integers(0, 3),
+                "error": st.sampled_from(["INVALID_PRODUCER_EPOCH", "NOT_LEADER_OR_FOLLOWER"]),
+            }
+        )
+        run.proxy[spec.level] = draw(st.lists(answers, max_size=4))
     return run
 
 

@@ -20,6 +20,12 @@ def spark() -> Any:
     return get_spark("local[2]")
 
 
+def padded(events: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+    """Each event's row with None for the history fields it does not name (level first)."""
+    width = 1 + len(HISTORY_SCHEMA.fields)
+    return [e + (None,) * (width - len(e)) for e in events]
+
+
 def test_the_parquet_table_pages_through_the_same_rows(spark, monkeypatch) -> None:
     messages = 250
     levels = [
@@ -44,7 +50,7 @@ def test_the_parquet_table_pages_through_the_same_rows(spark, monkeypatch) -> No
     judged = judge(
         uncommitted=frame,
         committed=frame,
-        history=spark.createDataFrame(events, history_schema),
+        history=spark.createDataFrame(padded(events), history_schema),
         levels=levels,
         messages=messages,
     )
@@ -121,7 +127,7 @@ def test_the_collected_table_is_sparks_joined_table(spark, collect_rows: bool) -
     judged = judge(
         uncommitted=spark.createDataFrame(uncommitted, KAFKA_SCHEMA),
         committed=spark.createDataFrame(committed, KAFKA_SCHEMA),
-        history=spark.createDataFrame(events, history_schema),
+        history=spark.createDataFrame(padded(events), history_schema),
         levels=levels,
         messages=messages,
         collect_rows=collect_rows,
