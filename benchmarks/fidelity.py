@@ -23,7 +23,7 @@ prints a Markdown table for benchmarks/README.md; `--json` keeps every run's out
 several counts, instead of the file's point. There is no lesson to make at an arbitrary
 point, so each run is judged on being explained: every duplicate, loss, reordering,
 visible aborted record and unsent id has its sentence on the card; a fencing answer the
-proxy saw is counted as fenced; and a card that says a level broke its promise is listed,
+proxy saw is counted as a write refused; and a card that says a level broke its promise is listed,
 with its evidence, for a person to read.
 """
 
@@ -193,8 +193,9 @@ def unexplained(results: dict[str, dict]) -> tuple[list[str], list[str]]:
             for f in result.get("faults") or []
             if f.get("source") == "proxy" and f.get("kind") == "produce_error"
         }
-        if answers & FENCING_ANSWERS and not result.get("fenced"):
-            missing.append(f"{level}: the proxy saw {sorted(answers & FENCING_ANSWERS)}, fenced 0")
+        if answers & FENCING_ANSWERS and not result.get("writes_refused"):
+            seen = sorted(answers & FENCING_ANSWERS)
+            missing.append(f"{level}: the proxy saw {seen}, writes refused 0")
         broken += [f"{level}: {line}" for line in why if "promise excludes" in line]
     return missing, broken
 
