@@ -28,12 +28,15 @@ Definitions (shown in the dashboard's help, used by the PySpark job too):
     proxy saw the broker's answer (node, connection, correlation id). A client's own report
     of such a refusal (failed deliveries with that error) counts once per producer instance
     only when the proxy saw no such answer in the level: otherwise it is the same refusal.
-  - offset commits refused (`commits_refused`): each `commit_rejected` whose error says the
-    group coordinator refused an out-of-date member (UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION,
-    REBALANCE_IN_PROGRESS ...; a commit that timed out was not refused), plus one per
-    consumer instance the group coordinator fenced (`fenced` by the group coordinator:
-    FENCED_INSTANCE_ID, a commit failed for a stale generation), however many lines that
-    instance wrote about it: a fenced member commits nothing more.
+  - refused by the consumer group (`commits_refused`): each `commit_rejected` whose error
+    says the group coordinator refused an out-of-date member's commit (UNKNOWN_MEMBER_ID,
+    ILLEGAL_GENERATION, REBALANCE_IN_PROGRESS ...; a commit that timed out was not refused),
+    plus one per consumer instance the group coordinator fenced (`fenced` by the group
+    coordinator: FENCED_INSTANCE_ID, a commit failed for a stale generation), however many
+    lines that instance wrote about it. A fenced member's commits are all refused, but the
+    fence may come from its heartbeat before it commits anything (a transactional
+    processor commits through its transaction): so the count is the group's refusals of
+    the member, not only of commits.
   - transaction calls refused (`txn_calls_refused`): one per producer instance (a new
     producer after a `restart` is a new instance) fenced on the transaction side (`fenced`
     not by the group coordinator, or a commit whose failure says the transaction was aborted
@@ -103,7 +106,9 @@ class LevelCounts:
     never_sent: int = 0
     # Inputs the processor had not processed when the run ended (Kafka holds them).
     not_processed: int = 0
-    # What a zombie (or any out-of-date instance) was refused, by kind (count_refusals).
+    # What a zombie (or any out-of-date instance) was refused, by kind (count_refusals):
+    # writes for their epoch, the group's refusals (commits, or the fenced member), and
+    # transactional calls for their epoch.
     writes_refused: int = 0
     commits_refused: int = 0
     txn_calls_refused: int = 0

@@ -267,8 +267,8 @@ def _print_results(output: dict) -> None:
             f"{'-' if p50 is None else f'{p50:.0f}':>9}"
         )
     print(
-        "refused: w-ref writes (producer epoch), c-ref offset commits (group), "
-        "t-ref transaction calls (transaction coordinator)"
+        "refused: w-ref writes (producer epoch), c-ref by the consumer group (a commit, or "
+        "the member fenced), t-ref transaction calls (transaction coordinator)"
     )
 
 

@@ -706,8 +706,9 @@ def refusals_phrase(counts: LevelCounts, replaced: bool) -> str:
     if counts.txn_calls_refused:
         calls = plural(counts.txn_calls_refused, "zombie transaction call")
         parts.append(f"{calls} refused")
-    if counts.commits_refused:
-        parts.append(f"{plural(counts.commits_refused, 'offset commit')} refused by the group")
+    if counts.commits_refused:  # a refused commit, or the member fenced before its commit
+        times = "" if counts.commits_refused == 1 else f" {counts.commits_refused} times"
+        parts.append(f"the consumer group refused the zombie{times}")
     return "".join(f"; {p}" for p in parts)
 
 

@@ -180,7 +180,8 @@ TEACHING_LABELS = {
     "not_processed": "not processed yet",
     "read_uncommitted_duplicates": "duplicates at read_uncommitted",
     "writes_refused": "writes refused (epoch)",
-    "commits_refused": "offset commits refused",
+    # Its offset commits, or the member itself (fenced before it committed).
+    "commits_refused": "refused by the consumer group",
     "txn_calls_refused": "transaction calls refused",
     # A run recorded before refusals were counted by kind: all of them, not only writes.
     "fenced": "refusals of any kind",

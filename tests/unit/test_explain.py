@@ -434,5 +434,5 @@ def test_a_fence_without_a_replacement_is_said_by_its_cause():
     assert said("transaction coordinator").endswith(
         "fenced after its transaction outlived its timeout"
     )
-    assert said("group coordinator").endswith("1 offset commit refused by the group")
+    assert said("group coordinator").endswith("; the consumer group refused the zombie")
     assert "write" not in said("group coordinator")

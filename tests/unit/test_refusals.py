@@ -157,7 +157,7 @@ def headline_of(history: list[dict[str, Any]], proxy: list[dict[str, Any]] = ())
 def test_the_headline_says_a_fenced_write_only_when_a_write_was_refused():
     group = {"t": 5.1, "proc": "processor", "ev": "fenced", "error": "FENCED_INSTANCE_ID"}
     only_commit = headline_of([REPLACED, WOKEN, group | {"by": "group coordinator"}])
-    assert only_commit.endswith("; 1 offset commit refused by the group")
+    assert only_commit.endswith("; the consumer group refused the zombie")
     assert "write" not in only_commit
     txn = {"t": 5.1, "proc": "processor", "ev": "fenced", "error": "_FENCED"}
     end_txn = headline_of([REPLACED, WOKEN, txn | {"by": "transaction coordinator"}])
