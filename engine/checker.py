@@ -26,8 +26,9 @@ Definitions (shown in the dashboard's help, used by the PySpark job too):
   - writes refused (`writes_refused`): Produce requests a partition leader refused for their
     producer epoch (INVALID_PRODUCER_EPOCH, PRODUCER_FENCED), one per request as the fault
     proxy saw the broker's answer (node, connection, correlation id). A client's own report
-    of such a refusal (failed deliveries with that error) counts once per producer instance
-    only when the proxy saw no such answer in the level: otherwise it is the same refusal.
+    of such a refusal (failed deliveries with that error, or a fence whose text names the
+    ProduceRequest) counts once per producer instance only when the proxy saw no such answer
+    in the level: otherwise it is the same refusal.
   - refused by the consumer group (`commits_refused`): each `commit_rejected` whose error
     says the group coordinator refused an out-of-date member's commit (UNKNOWN_MEMBER_ID,
     ILLEGAL_GENERATION, REBALANCE_IN_PROGRESS ...; a commit that timed out was not refused),
@@ -396,11 +397,14 @@ def count_refusals(
         elif key not in txn_fenced | fenced_by_write and _txn_fence(event):
             # A fence after a refused write is that write's refusal, not a call's.
             start, now = born.get(key, float("-inf")), _time(event)
-            if key in wrote_refused or any(start <= t <= now for t in proxy_times):
+            # librdkafka names the refused request in the fence's text ("ProduceRequest for
+            # TOPIC [0] with 1 message(s) failed").
+            says_write = "producerequest" in str(event.get("reason", "")).lower()
+            if says_write or key in wrote_refused or any(start <= t <= now for t in proxy_times):
                 fenced_by_write.add(key)
             else:
                 txn_fenced.add(key)
-    by_clients = 0 if refused_produce else len(wrote_refused)
+    by_clients = 0 if refused_produce else len(wrote_refused | fenced_by_write)
     return Refusals(
         writes_refused=len(refused_produce) + by_clients,
         commits_refused=commits_rejected + len(group_fenced),

@@ -102,6 +102,7 @@ class FatalErrors:
                 client.poll(0.2)  # serve error_cb, which carries the fatal error's cause
             except KafkaException as exc:  # poll itself may raise the fatal error
                 candidates.append(exc.args[0])
+                self(exc.args[0])  # kept: the role says every fence it saw
         candidates += reversed(self.errors)
         for candidate in candidates:
             if candidate.code() in FENCED_CODES or "fenced" in candidate.str().lower():

@@ -51,6 +51,7 @@ from confluent_kafka import (
 from engine.failpoints import ArmedFailPoint, FailPoint
 from engine.history import HistoryWriter
 from engine.roles.common import (
+    FENCED_CODES,
     MAX_RESTARTS,
     FatalErrors,
     StopFlag,
@@ -448,6 +449,11 @@ def run(spec: dict[str, Any]) -> int:
         kind, error = fatal.classify(exc.args[0], producer)
         if kind == "fenced":
             history.write(kind, error=error.name(), reason=error.str(), by=fenced_by(error))
+            # Its producer and its consumer may both have been fenced, each by its own
+            # coordinator (a zombie that woke before its transaction began: AddPartitionsToTxn
+            # refused, and its heartbeat refused): each fence is said, not only the first.
+            for other in other_fences(fatal.errors, fenced_by(error)):
+                history.write(kind, error=other.name(), reason=other.str(), by=fenced_by(other))
         else:
             history.write(kind, error=error.name(), reason=error.str())
         return 3
@@ -461,6 +467,16 @@ def fenced_by(error: KafkaError) -> str:
     if error.code() == KafkaError.FENCED_INSTANCE_ID or "group.instance.id" in error.str():
         return "group coordinator"
     return "transaction coordinator"
+
+
+def other_fences(errors: list[KafkaError], said_by: str) -> list[KafkaError]:
+    """The first fence by each coordinator other than `said_by`, among the fatal errors."""
+    out: dict[str, KafkaError] = {}
+    for error in errors:
+        fence = error.code() in FENCED_CODES or "fenced" in error.str().lower()
+        if fence and fenced_by(error) != said_by:
+            out.setdefault(fenced_by(error), error)
+    return list(out.values())
 
 
 def restartable_fence(

@@ -83,6 +83,10 @@ def test_struck_mid_transaction_after_a_write_the_broker_refuses_the_write():
         for e in history
     ]
     assert counted(said) == (1, 0, 0)
+    # librdkafka's fence names the refused request: a write, even without any other line.
+    produce = "ProduceRequest for out [0] with 1 message(s) failed: Broker: epoch (fenced)"
+    named = [e | {"reason": produce} if e["ev"] == "fenced" else e for e in history]
+    assert counted(named) == (1, 0, 0)
     # The proxy's record and the client's report are the same refusal, counted once.
     assert counted(said, proxy) == (1, 0, 0)
     # Two refused Produce requests are two refusals.
@@ -168,3 +172,34 @@ def test_the_headline_says_a_fenced_write_only_when_a_write_was_refused():
         [refused_produce(5.05, 9, "INVALID_PRODUCER_EPOCH")],
     )
     assert write.endswith("; 1 zombie write fenced")
+
+
+def test_a_processor_says_the_fence_of_each_of_its_clients():
+    """A zombie woken before its transaction began: its producer's AddPartitionsToTxn and its
+    consumer's heartbeat were both refused; the processor says both fences (the group's
+    first, as classify picks it), and the transaction's counts as a refused call."""
+    from confluent_kafka import KafkaError
+
+    from engine.roles.processor import fenced_by, other_fences
+
+    producer = KafkaError(
+        KafkaError._FATAL,
+        "Fatal error: Local: This instance has been fenced by a newer instance: "
+        "Failed to add partitions to transaction",
+        fatal=True,
+    )
+    consumer = KafkaError(
+        KafkaError._FATAL,
+        "Fatal error: Broker: Static consumer fenced by other consumer with same group.instance.id",
+        fatal=True,
+    )
+    other = KafkaError(KafkaError._FATAL, "Fatal error: Local: broker down", fatal=True)
+    assert other_fences([producer, consumer, other, producer], fenced_by(consumer)) == [producer]
+    assert other_fences([consumer], fenced_by(consumer)) == []
+    history = [
+        REPLACED,
+        WOKEN,
+        {"t": 5.1, "proc": "processor", "ev": "fenced", "by": fenced_by(consumer)},
+        {"t": 5.1, "proc": "processor", "ev": "fenced", "by": fenced_by(producer)},
+    ]
+    assert counted(history) == (0, 1, 1)
