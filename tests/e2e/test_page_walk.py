@@ -335,7 +335,7 @@ PAGES = {
         "zombie",
         "Zombie fencing",
         zombie_run,
-        KeyNumber("[data-testid='stMetric']", "the rejected writes", "Rejected"),
+        KeyNumber("[data-testid='stMetric']", "the zombie's refused writes", "Writes refused"),
     ),
     "log-views": Walk(
         "log_views",
