@@ -113,12 +113,9 @@ class LevelCounts:
     writes_refused: int = 0
     commits_refused: int = 0
     txn_calls_refused: int = 0
-
-    @property
-    def refused(self) -> int:
-        """Every refusal of any kind: result.json's `fenced`, which scenario and lesson
-        files read until they name the kind they mean."""
-        return self.writes_refused + self.commits_refused + self.txn_calls_refused
+    # Every refusal of any kind, the three above summed: the name scenario and lesson files
+    # read until they name the kind they mean (it once counted every `fenced` line).
+    fenced: int = 0
 
 
 def percentile(values: Sequence[float], q: float) -> float | None:
@@ -282,6 +279,7 @@ def check(
             )
         )
     ledger_ids = set(ledger)
+    refusals = count_refusals(history, proxy_faults)
     counts = LevelCounts(
         sent=len(set(sent_at) & ledger_ids),
         acked=len(set(acked_at) & ledger_ids),
@@ -294,7 +292,8 @@ def check(
         unseen_by_sink=sum(1 for v in verdicts if v.copies and v.consumed_at is None),
         never_sent=sum(1 for v in verdicts if v.verdict == "never sent"),
         not_processed=sum(1 for v in verdicts if v.verdict == "not processed yet"),
-        **asdict(count_refusals(history, proxy_faults)),
+        **asdict(refusals),
+        fenced=refusals.total,
     )
     return verdicts, counts
 

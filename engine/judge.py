@@ -154,8 +154,6 @@ class LevelResult:
             "sink_topic": s.sink_topic,
             "isolation": self.isolation,
             **asdict(self.counts),
-            # Every refusal of any kind, under the name scenario and lesson files still read.
-            "fenced": self.counts.refused,
             "faults": self.faults,
             "started_at": s.started_at,
             "duration_s": s.duration_s,

@@ -43,13 +43,13 @@ def counted_again(level: str, level_dir: Path, result: dict[str, Any], pipeline:
     refusals = count_refusals(history, proxy_faults(level_dir, result))
     fields = LevelCounts.__dataclass_fields__
     counts = LevelCounts(**{k: v for k, v in result.items() if k in fields})
-    counts = replace(counts, **asdict(refusals))
+    counts = replace(counts, **asdict(refusals), fenced=refusals.total)
     verdicts = [Verdict(**v) for v in json.loads((level_dir / record.VERDICTS).read_text())]
     headline = explain(level, pipeline, history, counts, verdicts).headline
     old = result["explain"]["headline"]
     if DATABASE in old:
         headline += DATABASE + old.split(DATABASE, 1)[1]
-    result.update(asdict(refusals), fenced=counts.refused)
+    result.update(asdict(refusals), fenced=refusals.total)
     result["explain"]["headline"] = headline
     if headline != old:
         print(f"  {level}: {old!r}\n  {' ' * len(level)}  -> {headline!r}", file=sys.stderr)

@@ -136,7 +136,7 @@ def judge_level(
         "writes_refused": counts.writes_refused,
         "commits_refused": counts.commits_refused,
         "txn_calls_refused": counts.txn_calls_refused,
-        "fenced": counts.refused,
+        "fenced": counts.fenced,
         "unseen_by_sink": counts.unseen_by_sink,
         "latency_ms": counts.latency_ms,
         "latency_distribution_ms": [
