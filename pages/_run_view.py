@@ -192,7 +192,7 @@ TEACHING_LABELS = {
 
 # Counts the card's sentence may cite (explain.headline): on the card whenever they are not
 # zero, so the sentence never names a number the card does not show.
-CITED_COUNTS = (*ANOMALY_COUNTS, "never_sent", "not_processed", *REFUSALS)
+CITED_COUNTS = (*ANOMALY_COUNTS, "never_sent", "not_processed")
 
 
 def teaching_counts(level: str, result: dict[str, Any], teaches: dict[str, Any]) -> list[str]:
@@ -205,6 +205,9 @@ def teaching_counts(level: str, result: dict[str, Any], teaches: dict[str, Any])
         taught[at : at + 1] = refused_kinds(result)
     shown = ["delivered", *taught] if taught else ["delivered", "duplicates", "lost"]
     cited = [k for k in CITED_COUNTS if (result.get(k) or 0) > 0 and k not in shown]
+    headline = str((result.get("explain") or {}).get("headline") or "")
+    if "refused" in headline or "fenced" in headline:  # explain.refusals_phrase cites them
+        cited += [k for k in refused_kinds(result) if result.get(k) and k not in shown]
     # A read_committed level's duplicates as a read_uncommitted reader would count them.
     other = ["read_uncommitted_duplicates"] if result.get("read_uncommitted_duplicates") else []
     return shown + cited + other

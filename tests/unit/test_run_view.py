@@ -323,6 +323,9 @@ CITED_WORDS = {
     "aborted record": "aborted_visible",
     "never sent": "never_sent",
     "not processed yet": "not_processed",
+    "zombie write": "writes_refused",
+    "transaction call": "txn_calls_refused",
+    "consumer group refused": "commits_refused",
 }
 
 
@@ -371,3 +374,22 @@ def test_a_count_the_sentence_cites_joins_the_taught_ones_only_when_not_zero():
         "duplicates",
         "lost",
     ]
+
+
+def test_a_zombie_card_names_what_was_refused_and_no_write_when_none_was():
+    """The zombie teaches its total of refusals: the card shows each kind that happened,
+    under its own name; at at-least-once every output landed, so no write is said."""
+    import json
+    from pathlib import Path
+
+    from engine.scenario import list_scenarios, load_scenario
+    from pages._run_view import TEACHING_LABELS, teaching_counts
+
+    recorded = Path(__file__).parent.parent / "data" / "recorded" / "zombie.json"
+    results = json.loads(recorded.read_text())["results"]
+    teaches = load_scenario(list_scenarios()["zombie"]).teaches
+    shown = {level: teaching_counts(level, r, teaches) for level, r in results.items()}
+    assert "commits_refused" in shown["at-least-once"]
+    assert "txn_calls_refused" in shown["exactly-once"]
+    assert not any("writes_refused" in keys or "fenced" in keys for keys in shown.values())
+    assert "write" not in TEACHING_LABELS["commits_refused"]
