@@ -236,4 +236,10 @@ def test_streams_zombie_is_fenced_and_repeats_only_at_least_once(zombie_run):
         woke = [e for e in zombie if e["ev"] == "failpoint_reached"]
         fenced = [e for e in zombie if e["ev"] == "fenced"]
         assert woke and fenced, level  # it froze at its point, woke, and was refused
+        result = data["result"]
+        # Refused by its group at either setting; at exactly_once_v2 its epoch refused a
+        # write or a call of its transaction too.
+        assert result["commits_refused"] >= 1, level
+        epoch = result["writes_refused"] + result["txn_calls_refused"]
+        assert (epoch >= 1) == (level == EOS), (level, epoch)
         assert data["result"]["duplicates"] == kcat_duplicates(data["kcat"]), level
