@@ -368,6 +368,7 @@ _COUNTS = (
     "not_processed",
     "hidden",
     "latency_count",
+    "seen_by_sink",
     "window_start",
     "window_end",
 )
@@ -411,6 +412,9 @@ def summary_sql(ranks: str) -> str:
         "not_processed": count_if("verdict = 'not processed yet'"),
         "hidden": f"sum(CASE WHEN {ledger} THEN hidden_copies END)",
         "latency_count": count_if(f"{lat} IS NOT NULL"),
+        # Stored and read by the sink, with or without a latency (a value without its
+        # created_at has none): the checker's complement of unseen_by_sink.
+        "seen_by_sink": count_if("copies > 0 AND consumed_at IS NOT NULL"),
         "window_start": f"min(CASE WHEN {ledger} AND {lat} IS NOT NULL THEN created_at END)",
         "window_end": f"max(CASE WHEN {ledger} AND {lat} IS NOT NULL THEN consumed_at END)",
     }

@@ -330,9 +330,9 @@ def _summarise(
             "aborted_visible": c.get("aborted_visible") or 0,
             "aborted_as_intended": c.get("aborted_as_intended") or 0,
             "aborted_at_read_uncommitted": (c.get("hidden") or 0) if known else None,
-            # Stored but never read by the sink: every delivered message has a latency
-            # exactly when the sink read it.
-            "unseen_by_sink": (c.get("delivered") or 0) - seen,
+            # Stored but never read by the sink (a message read without a created_at has no
+            # latency, yet was read: latency_count is not its complement).
+            "unseen_by_sink": (c.get("delivered") or 0) - (c.get("seen_by_sink") or 0),
             "latency_ms": {
                 "p50": _rounded(dist.get(50)),
                 "p95": _rounded(dist.get(95)),
