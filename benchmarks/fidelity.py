@@ -42,7 +42,7 @@ from engine.cluster.embedded import EmbeddedCluster
 from engine.errors import LabError
 from engine.lesson import list_lessons, load_lesson
 from engine.runner import run_scenario
-from engine.scenario import Scenario, list_scenarios, load_scenario, with_client
+from engine.scenario import Scenario, count_of, list_scenarios, load_scenario, with_client
 
 COMMIT_EVERY = (1, 2, 5, 10, 20)
 # The events each armable role writes (engine.roles), where a fault point may land.
@@ -132,7 +132,7 @@ def lesson_contradictions(scenario: str, results: dict) -> list[str]:
             if step.scenario != scenario:
                 continue
             for condition in step.contradicted(results):
-                value = results.get(condition.level, {}).get(condition.field)
+                value = count_of(results.get(condition.level, {}), condition.field)
                 out.append(f"{lesson}: {condition.describe()} (the run: {value})")
     return out
 

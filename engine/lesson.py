@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from engine import paths
 from engine.checker import LevelCounts
 from engine.errors import LabError
-from engine.scenario import EXPECTATION, Source, list_scenarios, meets
+from engine.scenario import EXPECTATION, Source, count_of, list_scenarios, meets
 
 
 class LessonError(LabError):
@@ -78,17 +78,17 @@ class Condition(BaseModel):
     @model_validator(mode="after")
     def _a_count_the_judge_produces(self) -> Condition:
         known = count_fields()
-        if self.field not in known:
-            names = ", ".join(sorted(known))
-            raise ValueError(f"'{self.field}' is not a count of a judged level (one of {names})")
+        for part in self.field.split("+"):  # "a+b": the sum of two counts
+            if part not in known:
+                names = ", ".join(sorted(known))
+                raise ValueError(f"'{part}' is not a count of a judged level (one of {names})")
         return self
 
     def holds(self, results: dict[str, Any]) -> bool | None:
         """True or False against a run's results; None if the run lacks that level or count."""
         level = results.get(self.level)
-        if level is None or level.get(self.field) is None:
-            return None
-        return meets(level[self.field], self.expect)
+        value = None if level is None else count_of(level, self.field)
+        return None if value is None else meets(value, self.expect)
 
     def interval(self) -> Interval:
         text = self.expect.strip()
@@ -98,14 +98,18 @@ class Condition(BaseModel):
             return Interval(0, int(text[2:]))
         return Interval(int(text), int(text))
 
+    def words(self) -> str:
+        """The count in words: "duplicates", "writes refused + txn calls refused"."""
+        return " + ".join(part.replace("_", " ") for part in self.field.split("+"))
+
     def label(self) -> str:
         """The count as the page names it: "Duplicates at at-least-once"."""
-        return f"{self.field.replace('_', ' ').capitalize()} at {self.level}"
+        return f"{self.words().capitalize()} at {self.level}"
 
     def describe(self) -> str:
         text = self.expect.strip()
         value = f"{text[:2]} {text[2:].strip()}" if text[0] in "<>" else f"= {text}"
-        return f"{self.field.replace('_', ' ')} {value} at {self.level}"
+        return f"{self.words()} {value} at {self.level}"
 
 
 # The name the earlier format used for a step's single condition.

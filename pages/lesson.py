@@ -11,7 +11,7 @@ import streamlit as st
 from engine import record
 from engine.errors import LabError
 from engine.lesson import LessonProgress, Step, judge_prediction, list_lessons, load_lesson
-from engine.scenario import ScenarioError, list_scenarios, load_scenario
+from engine.scenario import ScenarioError, count_of, list_scenarios, load_scenario
 from engine.teaching import FIRST_LESSON, lesson_nodes, scenario_nodes
 from pages._follow import follow_panel
 from pages._roles import is_presenter
@@ -243,7 +243,7 @@ if here.runs:
     # The counts the verdict rests on, on the same screen as the explanation that cites them.
     shown = (verdict.shown or verdict.expected).when
     for column, condition in zip(st.columns(len(shown)), shown, strict=True):
-        value = results.get(condition.level, {}).get(condition.field)
+        value = count_of(results.get(condition.level, {}), condition.field)
         column.metric(
             condition.label(),
             "n/a" if value is None else value,
@@ -257,7 +257,7 @@ if here.runs:
         st.warning(
             "This run did not show what the explanation describes ("
             + "; ".join(
-                f"{c.label().lower()} is {results.get(c.level, {}).get(c.field, 'missing')}, "
+                f"{c.label().lower()} is {count_of(results.get(c.level, {}), c.field)}, "
                 f"the explanation needs {c.describe()}"
                 for c in broken
             )
