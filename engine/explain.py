@@ -26,7 +26,7 @@ from engine.client_evidence import client_evidence
 from engine.faults import KINDS
 from engine.levels import LEVELS
 from engine.streams import store_evidence
-from engine.words import nodes_words, say_error, say_point
+from engine.words import nodes_words, point_words, say_error
 
 # What each level's promise rules out, by count.
 EXCLUDED = {
@@ -85,14 +85,14 @@ def _point_sentence(event: dict[str, Any]) -> str | None:
     at = event.get("at") or {}
     if at.get("ev") == "auto_committed":
         return (
-            f"at its fault point ({say_point(event['point']).markdown()}): batch "
+            f"at its fault point ({point_words(event['point'])}): batch "
             f"{at.get('batch')}, ids "
             f"{id_ranges(i for i in at.get('ids', []) if i is not None)}, {at.get('state')}"
         )
     if at.get("ev") != "commit_gap":
-        return f"at its fault point ({say_point(event['point']).markdown()})"
+        return f"at its fault point ({point_words(event['point'])})"
     return (
-        f"at its fault point ({say_point(event['point']).markdown()}): batch "
+        f"at its fault point ({point_words(event['point'])}): batch "
         f"{at.get('batch')}, ids "
         f"{id_ranges(i for i in at.get('ids', []) if i is not None)} "
         f"({_offsets_text(at.get('first', {}), at.get('offsets', {}))}), {at.get('state')}"
@@ -518,8 +518,13 @@ def broker_answers(faults: Sequence[dict[str, Any]]) -> list[str]:
         if len(seen) == 1:
             which = f"the Produce request with correlation id {first.get('correlation_id')}"
         else:
-            which = f"{len(seen)} Produce requests (correlation ids {first.get('correlation_id')}"
-            which += f" to {seen[-1].get('correlation_id')})"
+            # Correlation ids count per connection: requests on several connections are not
+            # in id order, so the range is given low to high, not first to last.
+            ids = sorted(
+                int(e["correlation_id"]) for e in seen if e.get("correlation_id") is not None
+            )
+            span = f" (correlation ids {ids[0]} to {ids[-1]})" if ids else ""
+            which = f"{len(seen)} Produce requests{span}"
         who = (
             "fatal for a transactional producer in librdkafka, which does not retry it"
             if error in FENCING_ERRORS
@@ -601,11 +606,14 @@ PRODUCE_ERROR_MEANING = {
     "and a retry may store it twice.",
     "REQUEST_TIMED_OUT": "The leader gave up waiting for the in-sync replicas, the write "
     "already in its log: a retry may store it twice, after later writes.",
-    "INVALID_PRODUCER_EPOCH": "The write carried an epoch older than the one the "
-    "transaction coordinator had handed to a newer producer with the same transactional.id: "
-    "the broker refused it (nothing appended), and this producer is fenced.",
-    "PRODUCER_FENCED": "A newer producer with the same transactional.id holds a higher "
-    "epoch: the broker refused the write (nothing appended), and this producer is fenced.",
+    "INVALID_PRODUCER_EPOCH": "The write carried an epoch older than the transaction "
+    "coordinator's for this transactional.id: a newer producer with the same id was "
+    "initialised, or the coordinator aborted a transaction that outlived "
+    "transaction.timeout.ms and bumped the epoch. The broker refused it (nothing appended), "
+    "and this producer is fenced.",
+    "PRODUCER_FENCED": "The transactional.id's epoch has moved past this producer's (a newer "
+    "producer with the same id, or the coordinator's abort of a timed-out transaction): the "
+    "broker refused the write (nothing appended), and this producer is fenced.",
     "NOT_LEADER_OR_FOLLOWER": "The node no longer leads the partition, and the write may be "
     "stored all the same: Kafka gives this answer to a write it had appended once it stops "
     "leading. If the new leader had not copied it, it is cut from the old leader's log when "
