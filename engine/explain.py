@@ -26,7 +26,7 @@ from engine.client_evidence import client_evidence
 from engine.faults import KINDS
 from engine.levels import LEVELS
 from engine.streams import store_evidence
-from engine.words import nodes_words, point_words, say_error
+from engine.words import nodes_words, point_words, process_words, say_error
 
 # What each level's promise rules out, by count.
 EXCLUDED = {
@@ -249,7 +249,9 @@ def explain(
     never_sent = [v.id for v in verdicts if v.verdict == "never sent"]
     if never_sent:
         stopped = [
-            f"{e.get('proc')} ({e.get('error') or e.get('ev')})"
+            f"{process_words(e.get('proc', ''))} ("
+            + (say_error(e.get("error"), e.get("reason")).markdown() if e.get("error") else e["ev"])
+            + ")"
             for e in history
             if e.get("ev") in ("fenced", "error")
             and e.get("proc", "").startswith(("producer", "source"))

@@ -138,7 +138,7 @@ def test_ids_no_producer_sent_are_never_sent_not_lost():
     assert (counts.lost, counts.never_sent) == (0, 2)
     why = explain("exactly-once", "producer", history, counts, verdicts)
     assert why.why[0].startswith(
-        "Never sent: ids 1–2. No producer handed them to Kafka: producer (_FENCED) stopped first."
+        "Never sent: ids 1–2. No producer handed them to Kafka: producer (fenced: its epoch is "
     )
     assert not any("promise excludes" in line for line in why.why)
 
