@@ -243,3 +243,19 @@ def test_the_fidelity_benchmark_lists_the_explanations_a_run_contradicts():
     assert lesson_contradictions("consumer-crash", changed) == [
         "delivery-guarantees: lost >= 1 at at-most-once (the run: 0)"
     ]
+
+
+def test_the_fidelity_benchmark_judges_explanations_only_where_a_lesson_runs():
+    """A lesson step runs its scenario file unchanged, so only that point can show its text."""
+    from benchmarks.fidelity import grid, is_lesson_point
+
+    for name, path in list_scenarios().items():
+        scenario = load_scenario(path)
+        own = [point for point in grid(scenario) if is_lesson_point(scenario, point)]
+        assert len(own) == 1, name
+        workload = scenario.workload
+        assert (own[0].commit_every, own[0].partitions, own[0].processing_ms) == (
+            workload.commit_every,
+            workload.partitions,
+            workload.processing_ms,
+        )
