@@ -3,6 +3,7 @@
     .venv/bin/python -m benchmarks.fidelity                       # every scenario, twice
     .venv/bin/python -m benchmarks.fidelity --repeats 1 --only consumer-crash,zombie
     .venv/bin/python -m benchmarks.fidelity --repeats 1 --client java --only ack-loss
+    .venv/bin/python -m benchmarks.fidelity --lesson-points --repeats 3   # what lessons show
 
 A scenario's `teaches` block says what must show for its lesson to be made (for example
 at-least-once duplicates >= 1). The grid is what the Failure lab lets a user change:
@@ -315,6 +316,11 @@ def main() -> None:
         choices=("librdkafka", "java"),
         help="run the producer scenarios' producer on this client (the Failure lab's choice)",
     )
+    parser.add_argument(
+        "--lesson-points",
+        action="store_true",
+        help="only each scenario's own settings, the run a lesson step shows",
+    )
     args = parser.parse_args()
     os.environ.setdefault("LAB_STATE_DIR", tempfile.mkdtemp(prefix="lab-fidelity-"))
     os.environ.setdefault("LAB_RUNS_DIR", tempfile.mkdtemp(prefix="lab-fidelity-runs-"))
@@ -338,6 +344,8 @@ def main() -> None:
                 moving += measure_moving(scenario, clusters[scenario.nodes])
                 continue
             for point in grid(scenario):
+                if args.lesson_points and not is_lesson_point(scenario, point):
+                    continue
                 measure(scenario, clusters[scenario.nodes], point, args.repeats)
                 points.append(point)
     finally:
