@@ -17,6 +17,7 @@ import re
 from dataclasses import dataclass
 from html import escape
 
+from engine.error_codes import ERROR_NAMES
 from engine.events import Event
 
 # What each process writes to its history (`ev`), as the room says it.
@@ -172,38 +173,8 @@ ERROR_WORDS: dict[str, str] = {
     "producer",
 }
 
-# Kafka's error codes by number (the protocol's table, kafka.apache.org/protocol, and Errors
-# in kafka-clients 4.1.2, read with Errors.forCode), for an answer the fault proxy could only
-# name by number ("error code 51"): the room hears the code's words and Kafka's name for it.
-KAFKA_ERROR_NUMBERS: dict[int, str] = {
-    1: "OFFSET_OUT_OF_RANGE",
-    2: "CORRUPT_MESSAGE",
-    3: "UNKNOWN_TOPIC_OR_PARTITION",
-    6: "NOT_LEADER_OR_FOLLOWER",
-    7: "REQUEST_TIMED_OUT",
-    10: "MESSAGE_TOO_LARGE",
-    14: "COORDINATOR_LOAD_IN_PROGRESS",
-    15: "COORDINATOR_NOT_AVAILABLE",
-    16: "NOT_COORDINATOR",
-    19: "NOT_ENOUGH_REPLICAS",
-    20: "NOT_ENOUGH_REPLICAS_AFTER_APPEND",
-    22: "ILLEGAL_GENERATION",
-    25: "UNKNOWN_MEMBER_ID",
-    27: "REBALANCE_IN_PROGRESS",
-    45: "OUT_OF_ORDER_SEQUENCE_NUMBER",
-    46: "DUPLICATE_SEQUENCE_NUMBER",
-    47: "INVALID_PRODUCER_EPOCH",
-    48: "INVALID_TXN_STATE",
-    49: "INVALID_PRODUCER_ID_MAPPING",
-    51: "CONCURRENT_TRANSACTIONS",
-    52: "TRANSACTION_COORDINATOR_FENCED",
-    56: "KAFKA_STORAGE_ERROR",
-    59: "UNKNOWN_PRODUCER_ID",
-    74: "FENCED_LEADER_EPOCH",
-    82: "FENCED_INSTANCE_ID",
-    90: "PRODUCER_FENCED",
-    111: "UNRELEASED_INSTANCE_ID",
-}
+# An answer the fault proxy could only name by number ("error code 51"): the room hears the
+# code's words and Kafka's name for it (engine.error_codes, the proxy's table too).
 BY_NUMBER = re.compile(r"error code (?P<n>-?\d+)")
 
 # The Java client reports an error as an exception class; the room hears its words, and the
@@ -351,7 +322,7 @@ def kafka_name(code: str) -> str | None:
     """Kafka's name for an error known only by its number ("error code 51"), if the table
     has it."""
     match = BY_NUMBER.fullmatch(code.strip())
-    return KAFKA_ERROR_NUMBERS.get(int(match["n"])) if match is not None else None
+    return ERROR_NAMES.get(int(match["n"])) if match is not None else None
 
 
 def from_camel(name: str) -> str:

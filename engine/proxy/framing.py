@@ -9,6 +9,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
+from engine.error_codes import error_name
 from engine.kafka.wire import SIZE, FrameError, need, read_uvarint
 
 PRODUCE = 0
@@ -176,27 +177,6 @@ def response_correlation_id(frame: bytes) -> int:
     return SIZE.unpack_from(frame, 0)[0]
 
 
-# Kafka's error codes that a Produce response can carry and a lesson names; others are
-# shown by number (the protocol's table: kafka.apache.org/protocol#protocol_error_codes).
-PRODUCE_ERRORS = {
-    1: "OFFSET_OUT_OF_RANGE",
-    2: "CORRUPT_MESSAGE",
-    3: "UNKNOWN_TOPIC_OR_PARTITION",
-    6: "NOT_LEADER_OR_FOLLOWER",
-    7: "REQUEST_TIMED_OUT",
-    10: "MESSAGE_TOO_LARGE",
-    19: "NOT_ENOUGH_REPLICAS",
-    20: "NOT_ENOUGH_REPLICAS_AFTER_APPEND",
-    45: "OUT_OF_ORDER_SEQUENCE_NUMBER",
-    46: "DUPLICATE_SEQUENCE_NUMBER",
-    47: "INVALID_PRODUCER_EPOCH",
-    48: "INVALID_TXN_STATE",
-    59: "UNKNOWN_PRODUCER_ID",
-    74: "FENCED_LEADER_EPOCH",
-    90: "PRODUCER_FENCED",
-}
-
-
 @dataclass(frozen=True)
 class PartitionError:
     """One partition's error in a Produce response."""
@@ -207,7 +187,7 @@ class PartitionError:
 
     @property
     def error_name(self) -> str:
-        return PRODUCE_ERRORS.get(self.error_code, f"error code {self.error_code}")
+        return error_name(self.error_code)
 
 
 def produce_response_errors(frame: bytes, api_version: int) -> list[PartitionError]:
