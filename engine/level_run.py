@@ -350,6 +350,7 @@ class LevelRun:
         self.started_at = time.time()
         nemesis = self.new_nemesis(list(sc.faults))
         nemesis.tick()  # faults at 0 s are in place before the first message
+        nemesis.wait_settled()
         if sc.pipeline == "producer":
             self.start_role("producer", "producer", self.producer_spec(self.ledger))
         else:

@@ -69,6 +69,7 @@ class Nemesis:
         self.node_roles: dict[str, int] = {}
         self.restarting: list[threading.Thread] = []
         self._record_lock = threading.Lock()  # restarts record from their own threads
+        self.settled_at = 0.0  # when every fault fired so far is wholly in force
 
     @property
     def done(self) -> bool:
@@ -147,8 +148,15 @@ class Nemesis:
         if (why := kind.available.refused_on(cluster.backend)) is not None:
             raise UnsupportedFaultError(f"The fault '{fault.kind}' cannot fire: {why}.")
         kind.fire(fault, self)
+        self.settled_at = max(self.settled_at, time.time() + kind.settle_s(fault))
         if kind.reach == "brokers":
             self.ctx.node_changed()
+
+    def wait_settled(self) -> None:
+        """Wait until the faults fired so far are wholly in force (FaultKind.settle_s): the
+        runner calls it after firing the faults at 0 s, before any client sends."""
+        if (left := self.settled_at - time.time()) > 0:
+            time.sleep(left)
 
     def wake(self, process: RoleProcess) -> None:
         """SIGCONT a process this nemesis froze, and record it."""

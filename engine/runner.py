@@ -277,6 +277,7 @@ def _run_shared_faults(
             cluster, runs, list(scenario.faults), topic=runs[0].judged_topic, started_at=started
         )
         nemesis.tick()  # faults at 0 s are in place before the first message
+        nemesis.wait_settled()
         gate.touch()
         together = ", ".join(LEVELS[name].title.lower() for name in chosen)
         for level_run in runs:

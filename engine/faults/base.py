@@ -160,6 +160,12 @@ class FaultKind(ABC):
         room needs beyond what another line shows (a proxy rule: its drops are the evidence).
         `where`: the fault point's sentence, for a crash or pause that stopped at one."""
 
+    def settle_s(self, fault: FaultParams) -> float:
+        """How long after it fires the fault is wholly in force. A fault at 0 s is in force
+        before the first message: the run waits this long after firing it to let the
+        clients start (engine.nemesis.Nemesis.wait_settled)."""
+        return 0.0
+
     def check(self, fault: FaultParams) -> None:
         """Raise ValueError for a parameter this kind cannot use; called when parsing."""
         return None  # most kinds' parameters are checked by their types alone

@@ -13,6 +13,7 @@ from collections import Counter
 from typing import Any
 
 from engine import record
+from engine.lesson import list_lessons, load_lesson
 from engine.runner import schedule_of
 from engine.scenario import Scenario
 from tests.kafkatools import kcat_values
@@ -39,12 +40,24 @@ def assert_counts_match_kcat(cluster: Any, scenario: Scenario, output: dict[str,
         assert result["duplicates"] + result["delivered"] == len(ids)
 
 
+def assert_lessons_hold(name: str, results: dict[str, Any]) -> None:
+    """Every lesson step on scenario `name` runs its file as it is (pages/lesson.py): on this
+    real run of the file, the step's answer holds and no claim of its explanation breaks."""
+    for lesson, path in list_lessons().items():
+        for step in load_lesson(path).steps:
+            if step.scenario == name:
+                broken = [c.describe() for c in step.contradicted(results)]
+                assert not broken, (lesson, name, broken)
+
+
 def assert_as_its_file_says(scenario: Scenario, cluster: Any, output: dict[str, Any]) -> None:
-    """The run meets its file's `expect` block, its counts equal kcat's reading of each sink
-    at the level's isolation, and the recorded run holds the same results."""
+    """The run meets its file's `expect` block and its lessons, its counts equal kcat's
+    reading of each sink at the level's isolation, and the recorded run holds the same
+    results."""
     assert set(output["results"]) == set(scenario.levels)
     unmet = scenario.unmet_expectations(output["results"])
     assert not unmet, (scenario.name, unmet)
+    assert_lessons_hold(scenario.name, output["results"])
     assert_counts_match_kcat(cluster, scenario, output)
 
     if schedule_of(scenario) == "shared-faults":

@@ -16,6 +16,7 @@ import pytest
 
 from engine import record
 from engine.scenario import list_scenarios, load_scenario
+from tests.integration.file_promises import assert_lessons_hold
 from tests.kafkatools import kcat_values
 from tests.metrics.followed import run_judged_three_ways
 
@@ -38,6 +39,7 @@ def test_the_replacement_starts_where_the_coordinator_says(name, cluster1):
     output = run_judged_three_ways(scenario, cluster1, path.read_text()).output  # Spark agrees
     [(level, result)] = output["results"].items()
     assert not (unmet := scenario.unmet_expectations(output["results"])), (name, unmet)
+    assert_lessons_hold(name, output["results"])
 
     ids = [
         json.loads(v)["id"]

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from engine.scenario import list_scenarios, load_scenario
+from tests.integration.file_promises import assert_lessons_hold
 from tests.kafkatools import kcat_values
 from tests.metrics.followed import Judged, assert_three_ways_agree, run_judged_three_ways
 
@@ -43,6 +44,7 @@ def _judged(name: str, cluster: Any, *, trust_the_follower: bool = False) -> Jud
         assert result["duplicates"] == len(ids) - len(Counter(ids))
         assert result["lost"] == scenario.workload.messages - len(Counter(ids))
     assert not (unmet := scenario.unmet_expectations(output["results"])), (name, unmet)
+    assert_lessons_hold(name, output["results"])
     return judged
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import sys
 import textwrap
+import time
 from pathlib import Path
 from typing import Any
 
@@ -277,3 +278,30 @@ def test_every_kind_fired_writes_a_record_the_room_reads(name, monkeypatch):
     first = records[0]
     said = nemesis_text(first)
     assert said and said != from_name(str(first["kind"])), (name, first)
+
+
+def test_a_follower_frozen_at_0_s_is_wholly_frozen_before_the_first_message(monkeypatch):
+    """The follower's last fetch request waits at the leader for replica.fetch.wait.max.ms
+    (500 ms in Kafka 4.1.2): the run waits that out after the freeze before any client sends,
+    and waits nothing for a fault that needs no settling."""
+    from engine.kafka import admin
+
+    monkeypatch.setattr(admin, "partition_replicas", lambda bootstrap, topic: [2, 1, 3])
+    logged = _Logged([])
+    ctx = NemesisContext(
+        cluster=logged,  # type: ignore[arg-type]
+        topic="t",
+        client_ids={"producer": "run-level-producer"},
+        processes=lambda base: logged,  # type: ignore[arg-type, return-value]
+        replace=lambda base, fault: None,
+        history=_Records(),  # type: ignore[arg-type]
+    )
+    nemesis = Nemesis([], ctx)
+    began = time.monotonic()
+    nemesis.fire(faults.Fault(kind="kill-leader"))
+    nemesis.wait_settled()
+    assert time.monotonic() - began < 0.3
+    nemesis.fire(faults.Fault(kind="pause-follower"))
+    nemesis.wait_settled()
+    assert time.monotonic() - began >= 0.5
+    assert KINDS["pause-follower"].settle_s(faults.Fault(kind="pause-follower")) > 0.5
