@@ -8,7 +8,7 @@ from engine.recovery import recover
 from engine.room import VIEWER, PresenterKeyError
 from pages._keep import kept
 from pages._presenter import presenter_controls
-from pages._roles import guard_clear_cache, rehearsal_link, session_role, viewer_line
+from pages._roles import guard_browser_messages, rehearsal_link, session_role, viewer_line
 from pages._shared import mark_app_ran, show_error
 from pages._spark import autostart_spark
 from pages.cluster_panel import render_cluster_panel
@@ -18,7 +18,7 @@ mark_app_ran()
 # Once per server process: end what a crashed dashboard left running, mark its runs interrupted.
 # Kept, not cached: a browser's clear_cache must not run it again beside a live run.
 kept(recover)()
-guard_clear_cache()
+guard_browser_messages()
 # A card's label wraps rather than ending in "…": at 150% zoom four levels side by side leave
 # each card little room, and "Delive…" teaches nothing. It wraps between words only
 # ("Delivere d" teaches nothing either), and shrinks with the window to fit one word a line;

@@ -34,6 +34,9 @@ def streamlit_command(address: str, port: int, *, headless: bool = True) -> list
         # A class does not edit the code while it runs: watching the repository for changes
         # took about 91,000 inotify watches (.venv, .cache, runs) and a warning in the log.
         *("--server.fileWatcherType", "none"),
+        # In these two modes Streamlit obeys a browser's debug_shutdown_runtime, which stops
+        # the server for the whole room; set here, an environment variable cannot turn them on.
+        *("--global.developmentMode", "false", "--global.e2eTest", "false"),
     ]
 
 

@@ -36,6 +36,10 @@ class PresenterKeyError(LabError):
     """The dashboard would serve a room with no usable presenter key."""
 
 
+class UnsafeRoomError(PresenterKeyError):
+    """The dashboard would serve a room in a mode where any browser can stop it."""
+
+
 class NotPresenterError(LabError):
     """A viewer's session asked for an action only the presenter may take."""
 

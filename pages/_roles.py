@@ -19,6 +19,7 @@ import threading
 import time
 
 import streamlit as st
+from streamlit.proto.BackMsg_pb2 import BackMsg
 from streamlit.runtime.app_session import AppSession
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
@@ -29,6 +30,7 @@ from engine.room import (
     PRESENTER,
     VIEWER,
     PresenterKeyError,
+    UnsafeRoomError,
     configured_key,
     key_matches,
     refuse,
@@ -91,6 +93,13 @@ def bind_address() -> str:
     return settings.PUBLISHED_ADDRESS.get() or str(st.get_option("server.address") or "")
 
 
+def obeys_debug_messages() -> bool:
+    """Whether Streamlit obeys a browser's debug_shutdown_runtime (stopping the server) and
+    debug_disconnect_websocket: only in its development and e2e test modes
+    (streamlit/web/server/starlette/starlette_websocket.py), both off for `./lab dashboard`."""
+    return bool(st.get_option("global.developmentMode") or st.get_option("global.e2eTest"))
+
+
 def session_id() -> str:
     ctx = get_script_run_ctx()
     return ctx.session_id if ctx is not None else "no-session"
@@ -99,11 +108,18 @@ def session_id() -> str:
 def room_key() -> str | None:
     """The presenter key when the dashboard serves a room; None on loopback.
 
-    Raises PresenterKeyError for a room without a usable key (`./lab dashboard` makes one).
+    Raises PresenterKeyError for a room without a usable key (`./lab dashboard` makes one),
+    and UnsafeRoomError for a room in a Streamlit mode that obeys a browser's debug messages.
     """
     address = bind_address()
     if not serves_a_room(address):
         return None
+    if obeys_debug_messages():
+        raise UnsafeRoomError(
+            f"This dashboard listens on {address or 'every interface'} in Streamlit's "
+            "development or e2e test mode (global.developmentMode, global.e2eTest), where any "
+            "browser may stop it with one message: serve a room without those options."
+        )
     key = configured_key(address, os.environ)
     if key is None:
         raise PresenterKeyError(
@@ -212,30 +228,67 @@ def presents(session: str) -> bool:
 
 
 _LOG = logging.getLogger("lab.room")
-_refused_clears: set[str] = set()
+
+# What a viewer's browser may send: the BackMsg types of Streamlit 1.67.0 that a viewer's own
+# page sends in ordinary use, and that reach nothing but its own session (docs/serving-a-room.md,
+# "What a viewer's browser may send", says what each type does). Every other type, one this
+# table has not heard of included (a later Streamlit's), is refused for a viewer.
+VIEWER_MAY_SEND = frozenset({"rerun_script", "stop_script", "app_heartbeat", "set_run_on_save"})
+# backend_operation_request carries one payload; only reading the session's own lazy dataframe.
+VIEWER_MAY_ASK = frozenset({"dataframe_chunk"})
+_refused: set[tuple[str, str]] = set()  # (session id, message kind) already logged
+_refused_lock = threading.Lock()
 
 
-def guard_clear_cache() -> None:
-    """Refuse a viewer's `clear_cache` message, and log it once per session.
+def message_kind(msg: BackMsg) -> str:
+    """A browser message's type as the log names it, with a backend operation's payload."""
+    kind = msg.WhichOneof("type") or "empty"
+    if kind == "backend_operation_request":
+        payload = msg.backend_operation_request.WhichOneof("payload") or "no payload"
+        return f"{kind} ({payload})"
+    return kind
 
-    Streamlit clears every session's caches on that message, from any browser. The room's
-    state no longer lives in a cache (pages._keep), so what a viewer could still cost the room
-    is the caches' recomputation: the presenter's "Clear cache" keeps working, a viewer's is
-    dropped. Streamlit has no hook for its browser messages, so its handler is wrapped here.
+
+def viewer_may_send(msg: BackMsg) -> bool:
+    kind = msg.WhichOneof("type")
+    if kind == "backend_operation_request":
+        return msg.backend_operation_request.WhichOneof("payload") in VIEWER_MAY_ASK
+    return kind in VIEWER_MAY_SEND
+
+
+def refused_message(session: str, kind: str) -> None:
+    """Log a viewer's refused message once per session and kind, without the session's id
+    (a copied id would let a browser resume the session)."""
+    with _refused_lock:
+        first = (session, kind) not in _refused
+        _refused.add((session, kind))
+    if first:
+        _LOG.warning(
+            "A viewer's %s message was refused (logged once a session for each kind).", kind
+        )
+
+
+def guard_browser_messages() -> None:
+    """Refuse for viewers every browser message but those their pages send in ordinary use.
+
+    Streamlit's `clear_cache` empties every session's caches, from any browser; the room's
+    state no longer lives in a cache (pages._keep), but the caches' recomputation would cost
+    the room, and the presenter's "Clear cache" keeps working. The other refused types reach
+    the server's files or other sessions' objects, or are never sent by a viewer's page (it
+    draws no uploader, download or deploy button). Streamlit has no hook for its browser
+    messages, so the session's handler of them is wrapped here. The two debug messages never
+    reach it (Streamlit's websocket handles them first): a room refuses to serve in the modes
+    that obey them (room_key).
     """
-    original = AppSession._handle_clear_cache_request
+    original = AppSession.handle_backmsg
     if getattr(original, "lab_guard", False):
         return
 
-    def guarded(session: AppSession) -> None:
-        if presents(session.id):
-            original(session)
-            return
-        with role_table()._lock:
-            first = session.id not in _refused_clears
-            _refused_clears.add(session.id)
-        if first:  # the id stays private: a copied id would let a browser resume the session
-            _LOG.warning("A viewer's clear_cache message was refused (logged once a session).")
+    def guarded(session: AppSession, msg: BackMsg) -> None:
+        if viewer_may_send(msg) or presents(session.id):
+            original(session, msg)
+        else:
+            refused_message(session.id, message_kind(msg))
 
     guarded.lab_guard = True  # type: ignore[attr-defined]
-    AppSession._handle_clear_cache_request = guarded  # type: ignore[method-assign]
+    AppSession.handle_backmsg = guarded  # type: ignore[method-assign]
