@@ -83,8 +83,10 @@ check() { # check NAME OK(0/1) DETAIL
 # --- the host's apt mirror -------------------------------------------------------------
 host_mirror() {
   local m
-  m="$(grep -h -o -E 'https?://[^ ]+/debian/?' /etc/apt/sources.list.d/* /etc/apt/sources.list 2>/dev/null |
-       grep -v -- '-security' | head -1)"
+  # deb822 "URIs:" lines and one-line "deb URI" lines; never a comment.
+  m="$(cat /etc/apt/sources.list.d/*.sources /etc/apt/sources.list.d/*.list /etc/apt/sources.list 2>/dev/null |
+       grep -E '^[[:space:]]*(URIs:|deb[[:space:]])' | grep -o -E 'https?://[^ ]+/debian/?( |$)' |
+       tr -d ' ' | head -1)"
   echo "${m:-http://deb.debian.org/debian}" | sed 's:/$::'
 }
 MIRROR="$(host_mirror)"
