@@ -169,6 +169,8 @@ deb $MIRROR $SUITE main
 deb $MIRROR $SUITE-updates main
 deb $SECURITY_MIRROR $SUITE-security main
 EOF
+    # (the folder is ca-certificates' own, not yet there in a minbase root)
+    mkdir -p "$BASE/usr/local/share/ca-certificates"
     cp /usr/local/share/ca-certificates/*.crt "$BASE/usr/local/share/ca-certificates/" 2>/dev/null || true
     cp /etc/resolv.conf "$BASE/etc/resolv.conf"
     [ -s "$BASE/etc/hosts" ] || printf '127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n' >"$BASE/etc/hosts"
@@ -215,6 +217,13 @@ else
 fi
 cp /etc/resolv.conf "$R/etc/resolv.conf"
 mount_root
+# pip and Maven fetch over HTTPS: through an inspecting proxy only with its CA in the bundle.
+if in_root curl -fsS -m 30 -o /dev/null https://pypi.org/simple/pip/ 2>"$LOGS/https.log" &&
+   in_root curl -fsS -m 30 -o /dev/null https://repo.maven.apache.org/maven2/ 2>>"$LOGS/https.log"; then
+  check https-from-root 0 "(pypi.org, repo.maven.apache.org)"
+else
+  check https-from-root 1 "($(head -c 200 "$LOGS/https.log"))"
+fi
 step_end
 
 step_start clone
