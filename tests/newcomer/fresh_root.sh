@@ -7,8 +7,9 @@
 #   --branch NAME      the branch to clone (default: the source's current branch)
 #   --dir DIR          where the roots go (default: /var/tmp/lab-fresh-root/SUITE)
 #   --port N           the dashboard's port in the root (default: 8555)
-#   --reuse-root       keep the last run's root (python, java, .venv and jars already there)
-#                      instead of a fresh copy of the base system
+#   --reuse-root       keep the last run's root instead of a fresh copy of the base system
+#                      (its apt-installed Python, JDK and Maven stay: ./lab installs none, so
+#                      that is not checked; the clone, .venv and jars are made again)
 #
 # Runs as root on a Debian or Ubuntu host with network access. What it does:
 #   1. debootstrap --variant=minbase SUITE into DIR/base (built once, then reused), with the
@@ -23,8 +24,11 @@
 #      more duplicates and exactly-once shows 0 duplicates and 0 lost;
 #      no process of the root may be left once it returns.
 #   4. `LAB_PORT=PORT ./lab dashboard` in the background: PASS when
-#      http://127.0.0.1:PORT/_stcore/health answers ok and the page itself is served; then its
-#      process group is stopped and every process left in the root (Kafka JVMs) is ended.
+#      http://127.0.0.1:PORT/_stcore/health answers ok, the page itself is served, and a run of
+#      the page asked for over its websocket as a browser tab does (open_page.py) finishes
+#      with no exception shown; that also starts the dashboard's cluster. Then its process
+#      group gets SIGINT (Ctrl+C): PASS when no process of the root is left 15 s later
+#      (any left, Kafka JVMs included, are ended and counted).
 #   5. prints a summary (distribution, the Python and Java ./lab chose, each step's time,
 #      PASS/FAIL per check) and exits 1 when any check failed. Logs: DIR/logs/.
 #
@@ -32,7 +36,7 @@
 # the dashboard only PORT. The roots stay in DIR (a few GB each; rm -rf DIR removes them).
 set -uo pipefail
 
-usage() { sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+usage() { sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 
 SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 SOURCE="$(git -C "$SCRIPT_DIR" rev-parse --show-toplevel 2>/dev/null || true)"
@@ -219,7 +223,7 @@ cp /etc/resolv.conf "$R/etc/resolv.conf"
 mount_root
 # pip and Maven fetch over HTTPS: through an inspecting proxy only with its CA in the bundle.
 if in_root curl -fsS -m 30 -o /dev/null https://pypi.org/simple/pip/ 2>"$LOGS/https.log" &&
-   in_root curl -fsS -m 30 -o /dev/null https://repo.maven.apache.org/maven2/ 2>>"$LOGS/https.log"; then
+   in_root curl -fsS -m 30 -o /dev/null https://repo.maven.apache.org/maven2/org/apache/kafka/kafka-clients/maven-metadata.xml 2>>"$LOGS/https.log"; then
   check https-from-root 0 "(pypi.org, repo.maven.apache.org)"
 else
   check https-from-root 1 "($(head -c 200 "$LOGS/https.log"))"
@@ -301,6 +305,15 @@ if [ "$rc" = 0 ] || [ -x "$R/root/lab/.venv/bin/python" ]; then
     echo "$page" >"$LOGS/dashboard-page.html"
     check dashboard-page "$( echo "$page" | grep -q '<div id="root">' && echo 0 || echo 1 )" \
       "($(echo -n "$page" | wc -c) bytes)"
+    # The page's own Python runs only when a browser tab asks for it over the websocket.
+    opened="$(in_root /root/lab/.venv/bin/python - "$PORT" 180 <"$SCRIPT_DIR/open_page.py" 2>&1 | tail -1)"
+    check dashboard-run "$( [ "${opened%% *}" = PASS ] && echo 0 || echo 1 )" "(${opened#* })"
+    # An opened page starts the dashboard's cluster (LAB_AUTOSTART=1): its JVMs must end with it.
+    for i in $(seq 60); do
+      jvms="$(for p in $(root_pids); do tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | grep -c 'kafka\.Kafka'; done | grep -c 1)"
+      [ "$jvms" -gt 0 ] && break; sleep 1
+    done
+    note "Kafka JVMs in the root while the page was open: $jvms"
     # What Ctrl+C does: SIGINT to its process group; SIGTERM if it is still there 20 s later.
     kill -INT -- "-$DASH_PID" 2>/dev/null
     for i in $(seq 40); do kill -0 "$DASH_PID" 2>/dev/null || break; sleep 0.5; done
@@ -315,5 +328,5 @@ if [ "$rc" = 0 ] || [ -x "$R/root/lab/.venv/bin/python" ]; then
 fi
 
 cleanup
-summary
+summary | tee "$LOGS/summary.txt"
 exit "$FAILED"
