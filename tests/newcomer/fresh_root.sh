@@ -310,7 +310,7 @@ if [ "$rc" = 0 ] || [ -x "$R/root/lab/.venv/bin/python" ]; then
     check dashboard-run "$( [ "${opened%% *}" = PASS ] && echo 0 || echo 1 )" "(${opened#* })"
     # An opened page starts the dashboard's cluster (LAB_AUTOSTART=1): its JVMs must end with it.
     for i in $(seq 60); do
-      jvms="$(for p in $(root_pids); do tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | grep -c 'kafka\.Kafka'; done | grep -c 1)"
+      jvms="$(for p in $(root_pids); do { tr '\0' ' ' <"/proc/$p/cmdline"; } 2>/dev/null | grep -c 'kafka\.Kafka'; done | grep -c 1)"
       [ "$jvms" -gt 0 ] && break; sleep 1
     done
     note "Kafka JVMs in the root while the page was open: $jvms"
