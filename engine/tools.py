@@ -1,5 +1,6 @@
-"""The JVM tools the lab needs: a Java 17+ runtime (17, 21 and 25 are tested) (the brokers, Kafka's own tools, Spark)
-and Maven (which fetches the jars of Kafka, Spark's Kafka connector and the yardsticks).
+"""The JVM tools the lab needs: a Java 17+ runtime (the brokers, Kafka's own tools, Spark;
+17, 21 and 25 are tested) and Maven (which fetches the jars of Kafka, Spark's Kafka
+connector and the yardsticks).
 """
 
 from __future__ import annotations

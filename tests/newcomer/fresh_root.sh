@@ -277,6 +277,23 @@ print(("PASS " if ok else "FAIL ") + "; ".join(
     for level, r in results.items()))
 ' <"$LOGS/engine-run.json" 2>&1)"
   check ack-loss-verdicts "$( [ "${VERDICT%% *}" = PASS ] && echo 0 || echo 1 )" "${VERDICT#* }"
+  # The metrics page's Spark on this distribution's JDK and Python: PySpark's count of the
+  # same run (from its record: the run's cluster is gone) must equal the run's own.
+  RUN_ID="$(in_root /root/lab/.venv/bin/python -c 'import json, sys; print(json.load(sys.stdin)["run_id"])' <"$LOGS/engine-run.json" 2>/dev/null || true)"
+  lab ./lab engine metrics "$RUN_ID" --from-record --json --quiet >"$LOGS/metrics.json" 2>"$LOGS/metrics.log"; rc=$?
+  SPARK="$(in_root /root/lab/.venv/bin/python -c '
+import json, sys
+try:
+    run, spark = (doc["results"] for doc in json.load(sys.stdin))
+except Exception as error:
+    print("FAIL no metrics (%s)" % error.__class__.__name__); sys.exit()
+same = all(
+    spark[level]["duplicates"] == run[level]["duplicates"] and spark[level]["lost"] == run[level]["lost"]
+    for level in run)
+print(("PASS " if same else "FAIL ") + "; ".join(
+    "%s: dup=%s lost=%s" % (level, r["duplicates"], r["lost"]) for level, r in spark.items()))
+' < <(printf "["; cat "$LOGS/engine-run.json"; printf ","; cat "$LOGS/metrics.json"; printf "]") 2>&1)"
+  check spark-metrics "$( [ "$rc" = 0 ] && [ "${SPARK%% *}" = PASS ] && echo 0 || echo 1 )" "(exit $rc; ${SPARK#* })"
   wait_root_empty 10
   left="$(end_root_processes)"
   check nothing-left-after-run "$( [ "$left" = 0 ] && echo 0 || echo 1 )" "($left process(es) left)"
