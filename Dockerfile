@@ -1,6 +1,6 @@
 # The dashboard image: the repository, its Python dependencies, Streamlit, the Docker CLI
 # with the compose plugin, and a Java runtime for the PySpark metrics (Spark's driver is a
-# JVM; Spark 4.0 runs on Java 17 and 21). The brokers run in their own containers
+# JVM; Spark 4.2 runs on Java 17 to 25). The brokers run in their own containers
 # (docker-compose.yml), and the engine only drives them.
 #
 #   docker compose build dashboard

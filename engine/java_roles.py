@@ -61,7 +61,7 @@ def ensure_java_roles(*, offline: bool = False) -> Path:
     if not shutil.which("javac"):
         raise MissingToolError(
             "The Java roles are compiled here, which needs a JDK (javac), not only a Java "
-            "runtime. Install one (Debian/Ubuntu: apt-get install openjdk-17-jdk-headless; "
+            "runtime. Install one (Debian/Ubuntu: apt-get install default-jdk-headless; "
             "macOS: brew install openjdk@17) and run `./lab setup` again."
         )
     maven_into(

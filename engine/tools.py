@@ -1,5 +1,6 @@
-"""The JVM tools the lab needs: a Java 17+ runtime (the brokers, Kafka's own tools, Spark)
-and Maven (which fetches the jars of Kafka, Spark's Kafka connector and the yardsticks).
+"""The JVM tools the lab needs: a Java 17+ runtime (the brokers, Kafka's own tools, Spark;
+17, 21 and 25 are tested) and Maven (which fetches the jars of Kafka, Spark's Kafka
+connector and the yardsticks).
 """
 
 from __future__ import annotations
@@ -17,8 +18,9 @@ from engine.errors import KafkaFetchError, LabError, MissingToolError
 MIN_JAVA = 17
 
 JAVA_HINT = (
-    "Install a Java 17+ runtime (Debian/Ubuntu: `sudo apt-get install openjdk-17-jre-headless`; "
-    "macOS: `brew install openjdk@17`) or set JAVA_HOME to one."
+    "Install a JDK 17, 21 or 25 (Debian/Ubuntu: `sudo apt-get install default-jdk-headless`, "
+    "which is Java 17 on Debian 12 and 21 on Debian 13 and Ubuntu 24.04; macOS: "
+    "`brew install openjdk`) or set JAVA_HOME to one."
 )
 MAVEN_HINT = (
     "Install Maven (Debian/Ubuntu: `sudo apt-get install maven`; macOS: `brew install maven`)."

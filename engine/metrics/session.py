@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import sys
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future
@@ -174,6 +175,12 @@ def get_spark(master: str | None = None, progress: Progress | None = None) -> Sp
                 ),
             )
         )
+        if chosen is None or chosen.startswith("local"):
+            # PySpark starts its Python workers with PYSPARK_PYTHON, else `python3` from PATH,
+            # which on a machine with several Pythons is not the lab's (3.11 on PATH, the
+            # venv on 3.13): they then refuse to run ("PYTHON_VERSION_MISMATCH"). Locally,
+            # the workers are this interpreter unless the user named another.
+            os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         launch_in_own_cpu_group(conf)
         session = SparkSession.builder.config(conf=conf).getOrCreate()
         session.sparkContext.setLogLevel("ERROR")

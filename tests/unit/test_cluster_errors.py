@@ -32,7 +32,8 @@ def test_parse_java_version(text, major):
 def test_missing_java_says_what_to_install(monkeypatch):
     monkeypatch.setenv("PATH", "/nonexistent")
     monkeypatch.delenv("JAVA_HOME", raising=False)
-    with pytest.raises(MissingToolError, match=r"Java was not found.*Install a Java 17\+"):
+    hint = r"Java was not found.*Install a JDK 17, 21 or 25.*default-jdk-headless"
+    with pytest.raises(MissingToolError, match=hint):
         tools.find_java()
 
 
