@@ -73,6 +73,12 @@ ADDRESS = _setting(
     "127.0.0.1",
 )
 PORT = _setting("LAB_PORT", "Dashboard", "The port `./lab dashboard` listens on.", "8501")
+PYTHON = _setting(
+    "LAB_PYTHON",
+    "Dashboard",
+    "The Python `./lab` makes `.venv` with (python3.11, python3.12 or python3.13); unset, the "
+    "newest of those found. A venv made by another Python is made again.",
+)
 PRESENTER_KEY = _setting(
     "LAB_PRESENTER_KEY",
     "Dashboard",
