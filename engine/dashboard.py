@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Mapping
+from pathlib import Path
 
 from engine import paths
 from engine.cluster.ports import free_ports, is_listening
@@ -41,22 +42,32 @@ def streamlit_command(address: str, port: int, *, headless: bool = True) -> list
 
 
 def serve_dashboard(
-    env: Mapping[str, str], *, timeout: float = 60.0, address: str = "127.0.0.1"
+    env: Mapping[str, str],
+    *,
+    timeout: float = 60.0,
+    address: str = "127.0.0.1",
+    log: Path | None = None,
 ) -> tuple[subprocess.Popen, str]:
     """`streamlit run app.py` bound to `address` on a free port; (process, URL) once it listens.
 
     The URL is always loopback's: a dashboard bound to 0.0.0.0 (serving a room) is reached
-    through 127.0.0.1 too, and the tests send nothing to any other address.
+    through 127.0.0.1 too, and the tests send nothing to any other address. `log`: a file
+    that gets the server's output (its log), else it is dropped.
     """
     port = free_ports(1)[0]
-    server = subprocess.Popen(
-        streamlit_command(address, port),
-        cwd=paths.REPO_ROOT,
-        env=dict(env),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
+    output = log.open("w") if log is not None else subprocess.DEVNULL
+    try:
+        server = subprocess.Popen(
+            streamlit_command(address, port),
+            cwd=paths.REPO_ROOT,
+            env=dict(env),
+            stdout=output,
+            stderr=subprocess.STDOUT if log is not None else subprocess.DEVNULL,
+            start_new_session=True,
+        )
+    finally:
+        if log is not None:
+            output.close()  # the child holds its own copy
     deadline = time.monotonic() + timeout
     while not is_listening(port) and time.monotonic() < deadline:
         time.sleep(0.3)

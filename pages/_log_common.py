@@ -41,6 +41,8 @@ def no_none(df: pd.DataFrame) -> pd.DataFrame:
     """The table with every empty cell (None, NaN) shown as a dash.
 
     Whole-number columns with gaps would otherwise show as floats (2.000000) or as "None".
+    A column with a dash is all text: Arrow cannot hold numbers and a dash in one column,
+    and Streamlit's fallback logs a traceback for each such table.
     """
     df = df.copy()
     for column in df.columns:
@@ -49,7 +51,7 @@ def no_none(df: pd.DataFrame) -> pd.DataFrame:
             continue
         if values.dtype == float and values.dropna().apply(float.is_integer).all():
             values = values.astype("Int64")
-        df[column] = values.astype(object).where(values.notna(), EMPTY)
+        df[column] = [EMPTY if pd.isna(value) else str(value) for value in values]
     return df
 
 

@@ -39,6 +39,7 @@ pytestmark = [pytest.mark.kafka, pytest.mark.timeout(900)]
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 ARTIFACTS = paths.REPO_ROOT / "artifacts" / "walk"
+DASHBOARD_LOG = ARTIFACTS / "dashboard.log"
 
 
 @dataclass(frozen=True)
@@ -79,7 +80,7 @@ def dashboard(recorded, pytestconfig) -> Iterator[str]:
         "LAB_SPARK_AUTOSTART": "1",  # the Metrics page computes with it
     }
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    server, url = serve_dashboard(env)
+    server, url = serve_dashboard(env, log=DASHBOARD_LOG)
     try:
         yield url
     finally:
@@ -369,3 +370,16 @@ def test_every_page_after_its_main_action(browser, dashboard, page, size):
     finally:
         context.close()
     assert not defects, report({page: defects})
+
+
+# Last in this file: the log of the dashboard every walk above used.
+def test_the_walked_dashboards_log_holds_no_traceback_and_no_deprecated_call(dashboard) -> None:
+    """Issue 60: a normal session leaves no traceback and no deprecation warning in the
+    dashboard's log (pyarrow's and st.components.v1.html's were found there before)."""
+    log = DASHBOARD_LOG.read_text(errors="replace")
+    found = [
+        line.strip()[:200]
+        for line in log.splitlines()
+        if "Traceback (most recent call last)" in line or "eprecat" in line
+    ]
+    assert not found, f"{len(found)} line(s) in {DASHBOARD_LOG}: {found[:5]}"
