@@ -6,6 +6,9 @@ free local port, in its own process group, and returns once it listens.
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
 import subprocess
 import sys
 import time
@@ -55,19 +58,16 @@ def serve_dashboard(
     that gets the server's output (its log), else it is dropped.
     """
     port = free_ports(1)[0]
-    output = log.open("w") if log is not None else subprocess.DEVNULL
-    try:
+    # The child keeps its own copy of the log's descriptor; ours closes at once.
+    with log.open("w") if log is not None else contextlib.nullcontext(subprocess.DEVNULL) as out:
         server = subprocess.Popen(
             streamlit_command(address, port),
             cwd=paths.REPO_ROOT,
             env=dict(env),
-            stdout=output,
-            stderr=subprocess.STDOUT if log is not None else subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
             start_new_session=True,
         )
-    finally:
-        if log is not None:
-            output.close()  # the child holds its own copy
     deadline = time.monotonic() + timeout
     while not is_listening(port) and time.monotonic() < deadline:
         time.sleep(0.3)
@@ -75,3 +75,16 @@ def serve_dashboard(
         server.kill()
         raise LabError(f"The dashboard did not start listening within {timeout:.0f} s.")
     return server, f"http://127.0.0.1:{port}"
+
+
+def stop_group(server: subprocess.Popen) -> None:
+    """Stop a served dashboard and what it started in its process group (its Spark JVM):
+    SIGTERM, then SIGKILL if it has not ended within 30 s."""
+    for sig, wait in ((signal.SIGTERM, 30), (signal.SIGKILL, 10)):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(server.pid, sig)
+        try:
+            server.wait(wait)
+            return
+        except subprocess.TimeoutExpired:
+            continue

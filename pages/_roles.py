@@ -233,9 +233,16 @@ _LOG = logging.getLogger("lab.room")
 # page sends in ordinary use, and that reach nothing but its own session (docs/serving-a-room.md,
 # "What a viewer's browser may send", says what each type does). Every other type, one this
 # table has not heard of included (a later Streamlit's), is refused for a viewer.
-VIEWER_MAY_SEND = frozenset({"rerun_script", "stop_script", "app_heartbeat", "set_run_on_save"})
-# backend_operation_request carries one payload; only reading the session's own lazy dataframe.
-VIEWER_MAY_ASK = frozenset({"dataframe_chunk"})
+VIEWER_MAY_SEND = frozenset(
+    {
+        "rerun_script",
+        "stop_script",
+        "app_heartbeat",
+        "set_run_on_save",
+        # backend_operation_request carries one payload: only reading its own lazy dataframe.
+        "backend_operation_request (dataframe_chunk)",
+    }
+)
 _refused: set[tuple[str, str]] = set()  # (session id, message kind) already logged
 _refused_lock = threading.Lock()
 
@@ -250,10 +257,7 @@ def message_kind(msg: BackMsg) -> str:
 
 
 def viewer_may_send(msg: BackMsg) -> bool:
-    kind = msg.WhichOneof("type")
-    if kind == "backend_operation_request":
-        return msg.backend_operation_request.WhichOneof("payload") in VIEWER_MAY_ASK
-    return kind in VIEWER_MAY_SEND
+    return message_kind(msg) in VIEWER_MAY_SEND
 
 
 def refused_message(session: str, kind: str) -> None:

@@ -19,10 +19,8 @@ process, so its sum overstates; PSS does not.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shutil
-import signal
 import subprocess
 import threading
 import time
@@ -32,7 +30,7 @@ from pathlib import Path
 
 from engine.cluster.embedded import EmbeddedCluster
 from engine.cost.throughput import BenchmarkError, new_topic, produce_trial, setups
-from engine.dashboard import serve_dashboard
+from engine.dashboard import serve_dashboard, stop_group
 
 Progress = Callable[[str, float], None]
 GIB = 1024.0
@@ -185,18 +183,6 @@ def open_pages(url: str, pages: list[str], notes: dict[str, object]) -> None:
         )
     except Exception as exc:  # the memory figure stands without it; say what was missed
         notes["browser session"] = f"incomplete: {exc}"
-
-
-def stop_group(server: subprocess.Popen) -> None:
-    """Stop the dashboard and what it started in its process group (its Spark JVM)."""
-    for sig, wait in ((signal.SIGTERM, 30), (signal.SIGKILL, 10)):
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(server.pid, sig)
-        try:
-            server.wait(wait)
-            return
-        except subprocess.TimeoutExpired:
-            continue
 
 
 def is_java(pid: int) -> bool:

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
-import signal
 import subprocess
 import time
 import urllib.request
 
 from engine import paths
 from engine.cluster.ports import free_ports, is_listening
+from engine.dashboard import stop_group
 
 
 def test_lab_dashboard_serves_with_a_fresh_home_and_no_terminal(tmp_path):
@@ -47,10 +46,4 @@ def test_lab_dashboard_serves_with_a_fresh_home_and_no_terminal(tmp_path):
         text = output.read_text()
         assert "Email" not in text and "Welcome to Streamlit" not in text, text
     finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(dashboard.pid, signal.SIGTERM)
-        try:
-            dashboard.wait(30)
-        except subprocess.TimeoutExpired:
-            os.killpg(dashboard.pid, signal.SIGKILL)
-            dashboard.wait(10)
+        stop_group(dashboard)

@@ -14,11 +14,8 @@ held, and the log says once, for each refused kind, that a viewer's message was 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import os
-import signal
-import subprocess
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -32,8 +29,7 @@ from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
 from benchmarks.ws_viewer import element_text, page_request
 from engine import paths
-from engine.cluster.ports import free_ports, is_listening
-from engine.dashboard import streamlit_command
+from engine.dashboard import serve_dashboard, stop_group
 from engine.room import KEY_ENV, KEY_PARAM
 
 KEY = "viewer-messages-key-0123456789"
@@ -84,32 +80,12 @@ def room(tmp_path_factory) -> Iterator[Room]:
     meta = {"run_id": run.name, "scenario": "ack-loss", "status": "complete"}
     (run / "run.json").write_text(json.dumps({**meta, "started_at": time.time()}))
     (run / "result.json").write_text(json.dumps({"results": {}}))
-    port = free_ports(1)[0]
     log = folder / "dashboard.log"
-    with log.open("wb") as out:
-        server = subprocess.Popen(
-            streamlit_command("0.0.0.0", port),
-            cwd=paths.REPO_ROOT,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+    server, url = serve_dashboard(env, address="0.0.0.0", log=log)
     try:
-        deadline = time.monotonic() + 60
-        while not is_listening(port):
-            assert server.poll() is None and time.monotonic() < deadline, log.read_text()
-            time.sleep(0.2)
-        yield Room(f"http://127.0.0.1:{port}", log, folder / "lab")
+        yield Room(url, log, folder / "lab")
     finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(server.pid, signal.SIGTERM)
-        try:
-            server.wait(30)
-        except subprocess.TimeoutExpired:
-            os.killpg(server.pid, signal.SIGKILL)
-            server.wait(10)
+        stop_group(server)
 
 
 @dataclass

@@ -250,14 +250,8 @@ class _Records:
         self.lines.append({"ev": ev, "t": 0.0, **attrs})
 
 
-@pytest.mark.parametrize("name", list(KINDS))
-def test_every_kind_fired_writes_a_record_the_room_reads(name, monkeypatch):
-    from engine.kafka import admin
-
-    monkeypatch.setattr(admin, "partition_replicas", lambda bootstrap, topic: [2, 1, 3])
-    log: list[str] = []
-    logged = _Logged(log)
-    history = _Records()
+def _nemesis_over(logged: _Logged, history: _Records) -> Nemesis:
+    """A nemesis whose cluster and processes record the calls made on them."""
     ctx = NemesisContext(
         cluster=logged,  # type: ignore[arg-type]
         topic="t",
@@ -266,7 +260,18 @@ def test_every_kind_fired_writes_a_record_the_room_reads(name, monkeypatch):
         replace=lambda base, fault: None,
         history=history,  # type: ignore[arg-type]
     )
-    nemesis = Nemesis([], ctx)
+    return Nemesis([], ctx)
+
+
+@pytest.mark.parametrize("name", list(KINDS))
+def test_every_kind_fired_writes_a_record_the_room_reads(name, monkeypatch):
+    from engine.kafka import admin
+
+    monkeypatch.setattr(admin, "partition_replicas", lambda bootstrap, topic: [2, 1, 3])
+    log: list[str] = []
+    logged = _Logged(log)
+    history = _Records()
+    nemesis = _nemesis_over(logged, history)
     nemesis.killed_nodes, nemesis.node_roles = {2}, {"leader": 2}  # for restart and wipe
     nemesis.paused_nodes = {3}  # for resume-nodes
     nemesis.frozen = [logged]  # type: ignore[list-item]  # for resume
@@ -288,15 +293,7 @@ def test_a_follower_frozen_at_0_s_is_wholly_frozen_before_the_first_message(monk
 
     monkeypatch.setattr(admin, "partition_replicas", lambda bootstrap, topic: [2, 1, 3])
     logged = _Logged([])
-    ctx = NemesisContext(
-        cluster=logged,  # type: ignore[arg-type]
-        topic="t",
-        client_ids={"producer": "run-level-producer"},
-        processes=lambda base: logged,  # type: ignore[arg-type, return-value]
-        replace=lambda base, fault: None,
-        history=_Records(),  # type: ignore[arg-type]
-    )
-    nemesis = Nemesis([], ctx)
+    nemesis = _nemesis_over(logged, _Records())
     began = time.monotonic()
     nemesis.fire(faults.Fault(kind="kill-leader"))
     nemesis.wait_settled()
