@@ -41,6 +41,10 @@ def streamlit_command(address: str, port: int, *, headless: bool = True) -> list
         # In these two modes Streamlit obeys a browser's debug_shutdown_runtime, which stops
         # the server for the whole room; set here, an environment variable cannot turn them on.
         *("--global.developmentMode", "false", "--global.e2eTest", "false"),
+        # No page has a file uploader, but Streamlit's upload route takes a file of up to this
+        # many megabytes (200 by default) from any session, a viewer's too, into the server's
+        # memory; 0 refuses every non-empty file (413).
+        *("--server.maxUploadSize", "0"),
     ]
 
 

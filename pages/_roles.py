@@ -7,18 +7,27 @@ reconnect), so the id must stay private: the server makes it and sends it only t
 browser, and nothing here prints it whole. Several sessions may hold the presenter role.
 A session becomes the presenter only by loading a page with the
 presenter key in the address; the key is taken out of the address bar at once, and the
-session stays the presenter while it lives (page changes included). A reload starts a new
-session, which needs the link again.
+session stays the presenter while it lives (page changes included) and while its browser
+connects from the address that gave the key. A reload starts a new session, which needs the
+link again.
+
+On plain HTTP the session id crosses the wire, and a browser that copies it resumes the session
+(Streamlit hands a reconnecting id its session, disconnecting the tab that held it). The role
+is therefore bound to the TCP peer's address that gave the key too: a copied id, resumed from
+another laptop, is a viewer's session there. Streamlit's own log lines that name a session id
+are shortened (hide_session_ids).
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import re
 import threading
 import time
 
 import streamlit as st
+from streamlit import runtime
 from streamlit.proto.BackMsg_pb2 import BackMsg
 from streamlit.runtime.app_session import AppSession
 from streamlit.runtime.scriptrunner import get_script_run_ctx
@@ -40,11 +49,15 @@ from pages._keep import kept
 
 
 class RoleTable:
-    """session id -> role, for the sessions that presented the key (all others: viewers)."""
+    """session id -> role, for the sessions that presented the key (all others: viewers).
+
+    A presenter's session is kept with the address its browser gave the key from, and
+    presents only while it connects from there (a copied session id resumed elsewhere does not).
+    """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._presenters: set[str] = set()
+        self._presenters: dict[str, str | None] = {}  # session id -> the peer that gave the key
         self._wrong_key: set[str] = set()
         self._rehearsing: set[str] = set()  # loopback tabs opened to see what the room sees
 
@@ -56,18 +69,18 @@ class RoleTable:
         with self._lock:
             return session in self._rehearsing
 
-    def make_presenter(self, session: str) -> None:
+    def make_presenter(self, session: str, peer: str | None = None) -> None:
         with self._lock:
-            self._presenters.add(session)
+            self._presenters[session] = peer
             self._wrong_key.discard(session)
 
     def mark_wrong_key(self, session: str) -> None:
         with self._lock:
             self._wrong_key.add(session)
 
-    def is_presenter(self, session: str) -> bool:
+    def is_presenter(self, session: str, peer: str | None = None) -> bool:
         with self._lock:
-            return session in self._presenters
+            return session in self._presenters and self._presenters[session] == peer
 
     def gave_wrong_key(self, session: str) -> bool:
         with self._lock:
@@ -103,6 +116,16 @@ def obeys_debug_messages() -> bool:
 def session_id() -> str:
     ctx = get_script_run_ctx()
     return ctx.session_id if ctx is not None else "no-session"
+
+
+def session_peer(session: str) -> str | None:
+    """The address a session's browser connects from now: the TCP peer of its websocket
+    (Streamlit's ClientContext.remote_ip, read from the connection, not from a header)."""
+    if not runtime.exists():
+        return None
+    client = runtime.get_instance().get_client(session)
+    context = getattr(client, "client_context", None) if client is not None else None
+    return getattr(context, "remote_ip", None)
 
 
 def room_key() -> str | None:
@@ -150,11 +173,11 @@ def session_role() -> str:
     if given is not None:
         del st.query_params[KEY_PARAM]  # out of the address bar, the history and screenshots
         if key_matches(given, key):
-            table.make_presenter(session)
+            table.make_presenter(session, session_peer(session))
         else:
             table.mark_wrong_key(session)
             wrong_key_given()
-    return PRESENTER if table.is_presenter(session) else VIEWER
+    return PRESENTER if table.is_presenter(session, session_peer(session)) else VIEWER
 
 
 WRONG_KEY_DELAY_S = 1.0
@@ -222,9 +245,9 @@ def presents(session: str) -> bool:
     except PresenterKeyError:
         return False
     table = role_table()
-    return (
-        table.is_presenter(session) if key is not None else not table.is_rehearsal_viewer(session)
-    )
+    if key is None:
+        return not table.is_rehearsal_viewer(session)
+    return table.is_presenter(session, session_peer(session))
 
 
 _LOG = logging.getLogger("lab.room")
@@ -260,12 +283,18 @@ def viewer_may_send(msg: BackMsg) -> bool:
     return message_kind(msg) in VIEWER_MAY_SEND
 
 
+REFUSALS_KEPT = 512  # past this, refusals of sessions that have ended are forgotten
+
+
 def refused_message(session: str, kind: str) -> None:
     """Log a viewer's refused message once per session and kind, without the session's id
     (a copied id would let a browser resume the session)."""
     with _refused_lock:
         first = (session, kind) not in _refused
         _refused.add((session, kind))
+        if len(_refused) > REFUSALS_KEPT and runtime.exists():
+            live = runtime.get_instance().is_active_session
+            _refused.intersection_update({(s, k) for s, k in _refused if live(s)})
     if first:
         _LOG.warning(
             "A viewer's %s message was refused (logged once a session for each kind).", kind
@@ -296,3 +325,33 @@ def guard_browser_messages() -> None:
 
     guarded.lab_guard = True  # type: ignore[attr-defined]
     AppSession.handle_backmsg = guarded  # type: ignore[method-assign]
+    hide_session_ids()
+
+
+# Streamlit's session ids are uuid4 strings (AppSession.__init__).
+_UUID = re.compile(r"\b([0-9a-f]{8})-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b")
+
+
+def shorten_ids(text: str) -> str:
+    """A session id's first eight characters, as the lab's own log lines name a session."""
+    return _UUID.sub(r"\1…", text)
+
+
+def hide_session_ids() -> None:
+    """Shorten every session id in Streamlit's log lines (a reconnect, a new session, a
+    discarded message name it whole; with it, a reader of the log could resume the session).
+
+    Streamlit's loggers each have their own handler and do not propagate, so no one filter sees
+    them all; the record factory makes every record, so the ids are shortened there.
+    """
+    make_record = logging.getLogRecordFactory()
+    if getattr(make_record, "lab_hides_ids", False):
+        return
+
+    def record(name, level, fn, lno, msg, args, *rest, **kwargs):
+        if name.startswith("streamlit") and args:
+            args = tuple(shorten_ids(a) if isinstance(a, str) else a for a in args)
+        return make_record(name, level, fn, lno, msg, args, *rest, **kwargs)
+
+    record.lab_hides_ids = True  # type: ignore[attr-defined]
+    logging.setLogRecordFactory(record)

@@ -14,10 +14,13 @@ held, and the log says once, for each refused kind, that a viewer's message was 
 from __future__ import annotations
 
 import asyncio
+import http.cookiejar
 import json
 import os
 import time
+import urllib.error
 import urllib.request
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -105,10 +108,17 @@ class Browser:
         self.run_on_save: bool | None = None  # as the session's latest status says
 
     @classmethod
-    async def open(cls, url: str) -> Browser:
+    async def open(cls, url: str, *, resume: str = "", source: str = "127.0.0.1") -> Browser:
+        """A websocket from the address `source` (any of 127/8 reaches the dashboard as
+        another machine would); `resume` names a session to reconnect to, as a browser's
+        reconnect (or a copied id) does in the subprotocol header's third entry."""
         stream = url.replace("http://", "ws://") + "/_stcore/stream"
         ws = await websockets.connect(
-            stream, subprotocols=["streamlit"], max_size=None, ping_interval=None
+            stream,
+            subprotocols=["streamlit", "no-xsrf", resume] if resume else ["streamlit"],
+            max_size=None,
+            ping_interval=None,
+            local_addr=(source, 0),
         )
         return cls(ws)
 
@@ -260,3 +270,78 @@ async def every_message_a_viewer_can_send(room: Room) -> None:
         assert log.count(warning) == 2, log  # Streamlit's own, each time
     for session in (viewer.session_id, presenter.session_id):
         assert session[:8] not in log, log
+
+
+def test_a_copied_session_id_does_not_carry_the_presenter_role(room):
+    asyncio.run(a_copied_session_id(room))
+
+
+async def a_copied_session_id(room: Room) -> None:
+    """On plain HTTP a session id can be read off the wire. Another laptop (here 127.0.0.2)
+    that resumes the presenter's session with it is a viewer there; the presenter's own
+    browser, reconnecting from its address, presents again; the log names neither id whole."""
+    presenter = await Browser.open(room.url)
+    presenting = await presenter.load(PAGE, f"{KEY_PARAM}={KEY}")
+    assert RUN_BUTTON in presenting.buttons
+    taken = presenter.session_id
+
+    # While the presenter's tab is open: Streamlit hands the session to the newcomer.
+    thief = await Browser.open(room.url, resume=taken, source="127.0.0.2")
+    try:
+        stolen = await thief.load(PAGE)
+        assert "new_session" in thief.kinds and thief.session_id == taken  # resumed, not new
+        assert RUN_BUTTON not in stolen.buttons
+        assert any(WATCHING in text for text in stolen.texts), stolen.texts
+        # A rerun naming the presenter's Run button from there is refused by the action itself
+        # (tests/ui/test_room_roles.py); a presenter's message type is refused by the guard.
+        clear = BackMsg()
+        clear.clear_cache = True
+        await thief.send(clear)
+        await thief.listen(0.5)
+    finally:
+        await thief.ws.close()
+        await presenter.ws.close()
+
+    back = await Browser.open(room.url, resume=taken)  # the presenter's tab reconnects
+    try:
+        again = await back.load(PAGE)
+        assert back.session_id == taken and RUN_BUTTON in again.buttons
+    finally:
+        await back.ws.close()
+
+    log = room.log.read_text()
+    assert "A viewer's clear_cache message was refused" in log
+    assert taken not in log and taken[:8] in log, log  # Streamlit's reconnect line, shortened
+
+
+def test_a_viewer_cannot_upload_a_file_into_the_servers_memory(room):
+    asyncio.run(a_viewer_uploads(room))
+
+
+async def a_viewer_uploads(room: Room) -> None:
+    """Streamlit's upload route (an HTTP PUT beside the websocket, which the message guard
+    does not see) stores a file for the session its address names, with no file uploader on
+    the page. A viewer's 10 KB file, with a valid XSRF cookie and header, is refused (413):
+    the dashboard starts Streamlit with server.maxUploadSize 0 (engine/dashboard.py)."""
+    viewer = await Browser.open(room.url)
+    try:
+        await viewer.load(PAGE)
+        cookies = http.cookiejar.CookieJar()
+        web = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(cookies))
+        web.open(f"{room.url}/_stcore/health", timeout=10).read()  # sets the XSRF cookie
+        token = next(c.value for c in cookies if c.name == "_streamlit_xsrf")
+        body = (
+            '--b\r\nContent-Disposition: form-data; name="file"; filename="notes.txt"\r\n'
+            "Content-Type: text/plain\r\n\r\n" + "x" * 10_000 + "\r\n--b--\r\n"
+        ).encode()
+        upload = urllib.request.Request(
+            f"{room.url}/_stcore/upload_file/{viewer.session_id}/{uuid.uuid4()}",
+            data=body,
+            method="PUT",
+            headers={"Content-Type": "multipart/form-data; boundary=b", "X-Xsrftoken": token},
+        )
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            web.open(upload, timeout=10)
+        assert refused.value.code == 413, refused.value.read()
+    finally:
+        await viewer.ws.close()

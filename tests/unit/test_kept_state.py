@@ -173,3 +173,36 @@ def test_wrong_keys_are_logged_without_the_key_and_wait_their_turn(monkeypatch, 
             guess.join()
     assert time.monotonic() - began >= 0.6  # one at a time, from any number of tabs
     assert sum("wrong presenter key" in r.message for r in caplog.records) == 3
+
+
+def test_refusals_of_ended_sessions_are_forgotten_past_a_bound(monkeypatch):
+    """A refused message is logged once per session and kind; the memory of it does not grow
+    with every session a long class has seen: past REFUSALS_KEPT, ended sessions' go."""
+    live = {"still-here"}
+
+    class Runtime:
+        def is_active_session(self, session: str) -> bool:
+            return session in live
+
+    monkeypatch.setattr(_roles.runtime, "exists", lambda: True)
+    monkeypatch.setattr(_roles.runtime, "get_instance", Runtime)
+    monkeypatch.setattr(_roles, "_refused", set())
+    _roles.refused_message("still-here", "clear_cache")
+    for n in range(_roles.REFUSALS_KEPT):
+        _roles.refused_message(f"gone-{n}", "clear_cache")
+    assert _roles._refused == {("still-here", "clear_cache")}
+
+
+def test_session_ids_in_streamlit_log_lines_are_shortened(caplog):
+    _roles.hide_session_ids()
+    session = "90828d49-5e78-41ed-b38f-089612e1c91c"
+    with caplog.at_level(logging.WARNING):
+        logging.getLogger("streamlit.lab_test").warning(  # one that propagates
+            "Session with id %s is already connected!", session
+        )
+        logging.getLogger("lab.other").warning("not Streamlit's: %s", session)
+    lines = [record.getMessage() for record in caplog.records]
+    assert lines == [
+        "Session with id 90828d49… is already connected!",
+        f"not Streamlit's: {session}",
+    ]
