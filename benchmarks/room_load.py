@@ -1,6 +1,7 @@
 """A room's load: the presenter runs ack-loss and zombie while viewers follow in Chromium.
 
     .venv/bin/python -m benchmarks.room_load [--viewers 30] [--repeats 3] [--client ws|browser]
+        [--page PAGE | --spread]
 
 Serves the dashboard bound to 0.0.0.0 with a presenter key (reached through 127.0.0.1), as
 `LAB_ADDRESS=0.0.0.0 ./lab dashboard` serves a room, with its own 1-node cluster. One
@@ -13,7 +14,10 @@ the dashboard and the run: with 5 of them, the presenter's ack-loss went from 2.
 the browsers' rendering taking the CPU the run needs. `--client browser` uses Chromium pages.
 
 For each scenario: the presenter's click-to-verdict (Run pressed until "Done: run" and a count
-card) with no viewers, then with the viewers following; for each viewer, when its page first
+card) with no viewers, then with the viewers on their pages (`--page`, all on one page, the
+Failure lab by default, following; `--spread`, viewer i on page i mod 9 of every page in the
+navigation), and the dashboard process's own CPU seconds during each run; on the Failure lab,
+for each viewer, when its page first
 showed the presenter's run's result (an in-page poll every 50 ms notes the moment), minus the
 moment the presenter's page showed it. Also the dashboard process's memory (VmRSS, with its
 children excluded) with and without the viewers. Prints Markdown.
@@ -52,6 +56,18 @@ from engine.dashboard import serve_dashboard
 from engine.room import KEY_ENV, make_key
 
 SCENARIOS = ("ack-loss", "zombie")
+# Every page of app.py's st.navigation, by its URL path ("" is the default page, Start here).
+PAGES = (
+    "",
+    "lesson",
+    "failure_lab",
+    "free_play",
+    "zombie",
+    "log_views",
+    "replay",
+    "metrics",
+    "cost",
+)
 # In each viewer page: the first moment its text names a run's result, per run id.
 WATCH_SCRIPT = """
 window.__seen = {};
@@ -62,6 +78,12 @@ setInterval(() => {
   }
 }, 50);
 """
+
+
+def cpu_s(pid: int) -> float:
+    """The process's own CPU seconds so far (user + system, its children excluded)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def rss_mb(pid: int) -> float:
@@ -166,9 +188,11 @@ def presenter_metrics(tab, url: str, key: str, tries: int = 3) -> float:
 class Room:
     """The viewers: websocket clients on their own event loop, or Chromium pages."""
 
-    def __init__(self, url: str, count: int, client: str, browser, page: str = "failure_lab"):
+    def __init__(
+        self, url: str, count: int, client: str, browser, pages: tuple[str, ...] = ("failure_lab",)
+    ):
         self.url, self.count, self.client, self.browser = url, count, client, browser
-        self.page = page
+        self.pages_asked = pages  # viewer i opens pages[i % len(pages)]
         self.pages: list = []
         self.viewers: list[WsViewer] = []
         self.errors: list[str] = []  # the viewers whose connection ended in an error
@@ -190,7 +214,10 @@ class Room:
                 page.get_by_text("Follow the presenter").first.wait_for()
             return
         watch = (METRICS_SHOWN, METRICS_NOT_YET)
-        self.viewers = [WsViewer(self.url, self.page, watch) for _ in range(self.count)]
+        self.viewers = [
+            WsViewer(self.url, self.pages_asked[i % len(self.pages_asked)], watch)
+            for i in range(self.count)
+        ]
 
         async def serve() -> None:
             self.stop = asyncio.Event()
@@ -205,8 +232,9 @@ class Room:
         if not wait:
             return
         deadline = time.time() + 120
-        while time.time() < deadline and not all(v.timers for v in self.viewers):
-            time.sleep(0.2)  # every viewer has its page and its fragment's timer
+        while time.time() < deadline and not all(v.loaded_at for v in self.viewers):
+            time.sleep(0.2)  # every viewer has had its page's first full run
+        time.sleep(2)  # and its fragments' timers, which arrive with that run
 
     def wait_for(self, run_id: str, timeout: float) -> list[float]:
         """When each viewer first showed the run's result (epoch s); those that did."""
@@ -261,7 +289,7 @@ def metrics_room(lead, url: str, key: str, server, state: str, viewers: int, rep
                 alone.append(presenter_run(lead, url, key, "ack-loss")[0])
                 print(f"repeat {repeat + 1}, alone: {alone[-1]:.1f} s", flush=True)
                 continue
-            room = Room(url, viewers, "ws", None, page="metrics")
+            room = Room(url, viewers, "ws", None, pages=("metrics",))
             opened = {"at": 0.0}
 
             def open_room(room=room, opened=opened) -> None:
@@ -363,7 +391,20 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--client", choices=("ws", "browser"), default="ws")
     parser.add_argument("--scenario", action="append", choices=SCENARIOS)
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument(
+        "--page",
+        choices=[p for p in PAGES if p],
+        default="failure_lab",
+        help="the page every viewer opens (by its URL path; default failure_lab)",
+    )
+    where.add_argument(
+        "--spread",
+        action="store_true",
+        help="viewers spread over every page in turn (Start here, Lesson, ... Cost)",
+    )
     args = parser.parse_args()
+    pages = PAGES if args.spread else (args.page,)
     scenarios = tuple(args.scenario or SCENARIOS)
     from playwright.sync_api import sync_playwright
 
@@ -383,6 +424,8 @@ def main() -> None:
     lags: dict[str, list[float]] = {name: [] for name in scenarios}
     missing: dict[str, int] = {name: 0 for name in scenarios}
     memory: dict[int, float] = {}
+    cpu: dict[tuple[str, int], list[float]] = {}  # the dashboard's CPU seconds per run
+    loads = [os.getloadavg()[0]]
     try:
         with sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
@@ -398,28 +441,35 @@ def main() -> None:
                 presenter_run(lead, url, key, name)
             memory[0] = rss_mb(server.pid)
             for name in scenarios:
-                results[(name, 0)] = [
-                    presenter_run(lead, url, key, name)[0] for _ in range(args.repeats)
-                ]
+                results[(name, 0)], cpu[(name, 0)] = [], []
+                for _ in range(args.repeats):
+                    before = cpu_s(server.pid)
+                    results[(name, 0)].append(presenter_run(lead, url, key, name)[0])
+                    cpu[(name, 0)].append(cpu_s(server.pid) - before)
                 print(f"{name}, 0 viewers: {results[(name, 0)]}", flush=True)
-            room = Room(url, args.viewers, args.client, browser)
+            room = Room(url, args.viewers, args.client, browser, pages)
             room.open()
             memory[args.viewers] = rss_mb(server.pid)
             for name in scenarios:
-                times = []
+                times, cpu[(name, args.viewers)] = [], []
                 for _ in range(args.repeats):
+                    before = cpu_s(server.pid)
                     elapsed, shown_at, run_id = presenter_run(lead, url, key, name)
+                    cpu[(name, args.viewers)].append(cpu_s(server.pid) - before)
                     times.append(elapsed)
                     meta = json.loads(Path(f"{state}/runs/{run_id}/run.json").read_text())
                     engine_s = meta["finished_at"] - meta["started_at"]
                     print(f"  {run_id}: the run itself {engine_s:.1f} s", flush=True)
-                    seen = room.wait_for(run_id, timeout=60)
-                    lags[name].extend(t - shown_at for t in seen)
-                    missing[name] += args.viewers - len(seen)
+                    if pages == ("failure_lab",):  # only there does a viewer follow the run
+                        seen = room.wait_for(run_id, timeout=60)
+                        lags[name].extend(t - shown_at for t in seen)
+                        missing[name] += args.viewers - len(seen)
                 results[(name, args.viewers)] = times
                 print(f"{name}, {args.viewers} viewers: {times}", flush=True)
+            not_loaded = [v.page for v in room.viewers if v.loaded_at is None or v.page_not_found]
             room.close()
             memory[-1] = rss_mb(server.pid)
+            loads.append(os.getloadavg()[0])
             browser.close()
     finally:
         left = descendants(server.pid)  # Spark's JVM among them, when Metrics started it
@@ -431,20 +481,32 @@ def main() -> None:
         shutil.rmtree(state, ignore_errors=True)
 
     print()
+    placed = "spread over every page" if args.spread else f"on {args.page}"
+    print(
+        f"Viewers {placed}; viewers whose page did not load: {len(not_loaded)} "
+        f"{sorted(set(not_loaded))}; load average (1 min) {loads[0]:.1f} at the start, "
+        f"{loads[-1]:.1f} at the end."
+    )
+    print()
     print(
         f"| scenario | click-to-verdict, 0 viewers (s) | with {args.viewers} viewers (s) | "
-        "change | viewers' lag behind the presenter: median / max (s) | viewers that never "
-        "showed it |"
+        "change | dashboard CPU per run, 0 / with viewers (s) | viewers' lag behind the "
+        "presenter: median / max (s) | viewers that never showed it |"
     )
-    print("|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|")
     for name in scenarios:
         alone = statistics.median(results[(name, 0)])
         crowd = statistics.median(results[(name, args.viewers)])
+        cpu_text = (
+            f"{statistics.median(cpu[(name, 0)]):.2f} / "
+            f"{statistics.median(cpu[(name, args.viewers)]):.2f}"
+        )
         lag = lags[name]
-        lag_text = f"{statistics.median(lag):.2f} / {max(lag):.2f}" if lag else "none seen"
+        lag_text = f"{statistics.median(lag):.2f} / {max(lag):.2f}" if lag else "–"
+        never = f"{missing[name]} of {args.viewers * args.repeats}" if lag else "–"
         print(
             f"| {name} | {alone:.1f} | {crowd:.1f} | {100 * (crowd - alone) / alone:+.0f}% | "
-            f"{lag_text} | {missing[name]} of {args.viewers * args.repeats} |"
+            f"{cpu_text} | {lag_text} | {never} |"
         )
     print()
     print(
