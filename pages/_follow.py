@@ -169,7 +169,7 @@ def follow_panel(where: str) -> bool:
     if current is None or finished:
         _wait_for_a_run(version)
     else:
-        _watch_run(version, current)
+        watch_run(version, current)
     if current is not None and finished:
         st.markdown(f"#### The presenter's latest run: {current.title}")
         try:
@@ -190,7 +190,7 @@ def _wait_for_a_run(version: int) -> None:
 
 
 @st.fragment(run_every=POLL_S)
-def _watch_run(version: int, current: Broadcast) -> None:
+def watch_run(version: int, current: Broadcast) -> None:
     """During a run: the live lanes; the whole page again when it ends or another begins."""
     feed = room_feed()
     if feed.snapshot()[0] != version or feed.result_ready(current):

@@ -69,6 +69,10 @@ class RoleTable:
         with self._lock:
             return session in self._rehearsing
 
+    def anyone_rehearsing(self) -> bool:
+        with self._lock:
+            return bool(self._rehearsing)
+
     def make_presenter(self, session: str, peer: str | None = None) -> None:
         with self._lock:
             self._presenters[session] = peer
@@ -217,6 +221,15 @@ def rehearsal_link() -> None:
         "the class will, and cannot act. Only for rehearsing on this machine.",
         width="stretch",
     )
+
+
+def room_watches() -> bool:
+    """Whether anyone but the presenter may be watching: a room is served, or a rehearsal
+    tab is open on loopback (the Lesson page shows the room's vote then)."""
+    try:
+        return room_key() is not None or role_table().anyone_rehearsing()
+    except PresenterKeyError:
+        return False
 
 
 def viewer_line() -> str:

@@ -199,13 +199,15 @@ def run_live(
     levels: list[str],
     *,
     show: Callable[[str], None] | None = None,
+    started: Callable[[str], None] | None = None,
 ) -> dict[str, Any] | None:
     """Run on the shared cluster and show it live; None (and a message) on error.
 
     While the run's thread works, this (the script thread) reads the run's history files and
     redraws the live view. `show(run_id)` draws the run's results below the status. The
     status says "Done" only after that, in the same script run, so the room never sees
-    "Done" over an empty page.
+    "Done" over an empty page. `started(run_id)` is called once the room's feed has the run
+    (the Lesson page's vote takes the run then, so its viewers follow it).
     """
     cluster = service.cluster
     status = None
@@ -250,6 +252,8 @@ def run_live(
                 presenter_draws_result=show is not None,
             )
         )
+        if started is not None:
+            started(run_id)
         while thread.is_alive():
             bar.progress(min(1.0, job.fraction))
             view.draw(watch.poll(), job.stage, job.stages)

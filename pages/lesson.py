@@ -10,11 +10,11 @@ import streamlit as st
 
 from engine import record
 from engine.errors import LabError
-from engine.lesson import LessonProgress, Step, judge_prediction, list_lessons, load_lesson
-from engine.scenario import ScenarioError, count_of, list_scenarios, load_scenario
+from engine.lesson import LessonProgress, Step, list_lessons, load_lesson
+from engine.scenario import ScenarioError, list_scenarios, load_scenario
 from engine.teaching import FIRST_LESSON, lesson_nodes, scenario_nodes
-from pages._follow import follow_panel
-from pages._roles import is_presenter
+from engine.vote import Ballot, save_vote
+from pages._roles import is_presenter, room_watches
 from pages._run_control import run_live
 from pages._run_view import render_run
 from pages._shared import (
@@ -26,6 +26,7 @@ from pages._shared import (
 )
 from pages._sources import render_sources
 from pages._teacher import lesson_cluster
+from pages._votes import explain, presenter_tally, room_votes, viewer_lesson
 
 require_app()
 
@@ -115,9 +116,7 @@ st.markdown(
 )
 
 if not is_presenter():
-    st.title("Lesson")
-    st.markdown("The presenter leads the lesson; its runs show here as they happen.")
-    follow_panel("lesson")
+    viewer_lesson()  # the presenter's step: its question and a vote, then its run
     st.stop()
 
 lessons = list_lessons()
@@ -187,6 +186,12 @@ widget = f"lesson-{lesson_name}-{index}"
 st.subheader("1 · Predict")
 st.markdown(step.question)
 texts = [o.text for o in step.options]
+# The room votes on this step (engine.vote): the ballot opens when the presenter shows it.
+room, ballot = room_votes(), Ballot(lesson_name, index, step.question, tuple(texts))
+room.show(ballot)
+in_a_room = room_watches()
+if here.locked and not room.step(ballot.key).locked:  # locked in an earlier ballot's time
+    room.lock(ballot.key, here.vote)
 
 
 def vote_changed() -> None:
@@ -194,7 +199,7 @@ def vote_changed() -> None:
 
 
 st.radio(
-    "The room's prediction",
+    "The room's prediction" + (" (or leave it to the vote)" if in_a_room else ""),
     texts,
     index=texts.index(here.vote) if here.vote in texts else None,
     key=f"{widget}-vote",
@@ -202,9 +207,26 @@ st.radio(
     disabled=here.locked,
     horizontal=True,
 )
-if not here.locked and st.button("Lock in the prediction", disabled=here.vote is None):
-    here.locked = True
-    st.rerun()
+if in_a_room and not here.locked:
+    presenter_tally(ballot.key)
+if not here.locked and st.button(
+    "Lock the vote" if in_a_room else "Lock in the prediction",
+    disabled=here.vote is None and not in_a_room,
+    help="Closes the vote. The room's prediction is the one picked above, or else the "
+    "option most viewers voted for."
+    if in_a_room
+    else None,
+):
+    prediction = here.vote or room.tally(ballot.key).leader()
+    if prediction is None:
+        st.warning(
+            "No prediction to lock: pick the room's prediction above (the vote has no "
+            "single leader)."
+        )
+    else:
+        here.vote, here.locked = prediction, True
+        room.lock(ballot.key, prediction)
+        st.rerun()
 
 if here.locked:
     st.subheader("2 · Run it, for real")
@@ -222,9 +244,16 @@ if here.locked:
         if again
         else None,
     ):
-        output = run_live(service, scenario, scenario.levels)
+        output = run_live(
+            service,
+            scenario,
+            scenario.levels,
+            started=lambda run_id: room.ran(ballot.key, run_id),
+        )
         if output is not None:
             here.runs.append(output["run_id"])
+            if in_a_room:
+                save_vote(output["run_id"], room.step(ballot.key))
             st.session_state[f"{widget}-scroll"] = True  # once, right after the run
             st.rerun()
 
@@ -238,34 +267,7 @@ if here.runs:
     st.subheader("3 · Explain", anchor="explain")
     if st.session_state.pop(f"{widget}-scroll", False):
         scroll_to("explain")
-    verdict = judge_prediction(step, here.vote, results)
-    st.markdown(f"**{verdict.headline()}**")
-    # The counts the verdict rests on, on the same screen as the explanation that cites them.
-    shown = (verdict.shown or verdict.expected).when
-    for column, condition in zip(st.columns(len(shown)), shown, strict=True):
-        value = count_of(results.get(condition.level, {}), condition.field)
-        column.metric(
-            condition.label(),
-            "n/a" if value is None else value,
-            help=f"“{(verdict.shown or verdict.expected).text}” holds when "
-            f"{(verdict.shown or verdict.expected).describe()}.",
-        )
-    broken = step.contradicted(results)
-    if not broken:
-        st.markdown(step.explanation(results))
-    else:
-        st.warning(
-            "This run did not show what the explanation describes ("
-            + "; ".join(
-                f"{c.label().lower()} is {count_of(results.get(c.level, {}), c.field)}, "
-                f"the explanation needs {c.describe()}"
-                for c in broken
-            )
-            + "). The counts below are what Kafka really holds; run the step again to compare."
-        )
-        with st.expander("What this step usually shows (not this run)"):
-            st.markdown(step.explanation(results))
-    render_sources(step.sources)
+    explain(step, here.vote, results, room.step(ballot.key) if in_a_room else None)
     if len(here.runs) > 1:
         st.caption(
             "Earlier runs of this step: "

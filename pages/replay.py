@@ -8,9 +8,11 @@ import streamlit as st
 
 from engine import history, record
 from engine.errors import LabError
+from engine.vote import load_vote, votes_text
 from engine.words import event_words, process_words
 from pages._run_view import render_run
 from pages._shared import require_app, show_error
+from pages._votes import lesson_named
 
 require_app()
 
@@ -89,6 +91,25 @@ def render_interrupted(meta: dict) -> None:
             )
 
 
+def room_vote(run_id: str, results: dict) -> None:
+    """The room's vote, when the run was a lesson step's (saved with it: engine.vote)."""
+    saved = load_vote(run_id)
+    if saved is None:
+        return
+    try:
+        step = lesson_named(saved.lesson).steps[saved.step]
+        shown = step.outcome(results)
+        against = saved.tally.against(shown.text if shown else None)
+    except (LabError, IndexError):  # the lesson file changed since: the counts alone
+        against = f"{votes_text(saved.tally.total)}: {saved.tally.split()}."
+    st.markdown(
+        f"**The room's vote** (lesson {saved.lesson}, step {saved.step + 1}): {saved.question}"
+    )
+    st.markdown(
+        against + (f" The room's prediction: “{saved.prediction}”." if saved.prediction else "")
+    )
+
+
 asked = st.query_params.get("run")
 chosen = st.selectbox(
     "Run",
@@ -109,6 +130,8 @@ try:
     if chosen.get("status") == "interrupted":
         render_interrupted(chosen)
     else:
-        render_run(record.load_run(chosen["run_id"]))
+        run = record.load_run(chosen["run_id"])
+        room_vote(chosen["run_id"], run["result"]["results"])
+        render_run(run)
 except LabError as exc:
     show_error(exc)

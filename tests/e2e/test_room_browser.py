@@ -173,3 +173,69 @@ def test_a_wrong_key_is_a_viewer_and_the_presenter_keeps_its_role_across_pages(b
     finally:
         p_context.close()
         v_context.close()
+
+
+def page_text(tab) -> str:
+    return tab.locator("[data-testid='stMain']").inner_text()
+
+
+def test_the_room_votes_on_a_lesson_step_and_sees_the_outcome_only_after_the_lock(browser, room):
+    """Issue 62: three viewers see the step's question and vote; the tally (how many, never
+    who) reaches the presenter; the presenter locks and runs; every screen shows the verdict
+    with the tally and the explanation. Before the lock no viewer's page shows anything of
+    the outcome, though the presenter has just rehearsed the same scenario."""
+    p_context, presenter = new_tab(browser)
+    viewers = [new_tab(browser) for _ in range(3)]
+    try:
+        presenter.goto(f"{room}/failure_lab?key={KEY}")
+        presenter.get_by_text("node 1: running").wait_for(timeout=180_000)
+        # ack-loss, the page's first scenario and the lesson's first step: the rehearsal.
+        presenter.get_by_role("button", name="▶ Run").click()
+        presenter.get_by_text("Done: run").wait_for(timeout=240_000)
+
+        first = viewers[0][1]
+        first.goto(f"{room}/lesson")  # before the presenter opens the lesson
+        expect(first.get_by_text("has not opened a lesson step yet")).to_be_visible()
+        presenter.get_by_role("link", name="Lesson").click()
+        question = "How many copies of message 2 end up in the topic?"
+        presenter.get_by_text(question).wait_for()
+        expect(presenter.get_by_text("The room's vote: 0 votes")).to_be_visible()
+        expect(first.get_by_text(question)).to_be_visible(timeout=15_000)  # it moved on
+        for _, tab in viewers[1:]:
+            tab.goto(f"{room}/lesson")
+            tab.get_by_text(question).wait_for()
+
+        before_lock: list[str] = []
+        for (_, tab), choice in zip(viewers, ("two", "two", "one"), strict=True):
+            tab.get_by_role("radiogroup", name="Your vote").get_by_text(choice, exact=True).click()
+            before_lock.append(page_text(tab))
+        expect(presenter.get_by_text("The room's vote: 3 votes")).to_be_visible(timeout=10_000)
+        third = viewers[2][1]
+        third.get_by_role("radiogroup", name="Your vote").get_by_text("two", exact=True).click()
+        expect(presenter.get_by_text("3 · two")).to_be_visible(timeout=10_000)  # 3 for "two"
+        before_lock += [page_text(tab) for _, tab in viewers]
+        for text in before_lock:  # no count, no run, no verdict before the lock
+            for spoiler in ("Duplicates", "Run 20", "the run shows", "Explain", "Delivered"):
+                assert spoiler not in text, (spoiler, text)
+
+        presenter.get_by_role("button", name="Lock the vote").click()
+        for _, tab in viewers:
+            expect(tab.get_by_text("The vote is locked: 3 votes. Yours: “two”.")).to_be_visible(
+                timeout=15_000
+            )
+        presenter.get_by_role("button", name="▶ Run the scenario").click()
+        presenter.get_by_role("heading", name="3 · Explain").wait_for(timeout=240_000)
+        headline = presenter.get_by_text(re.compile("the run shows “")).first.inner_text()
+        shown = re.search(r"the run shows “([^”]+)”", headline).group(1)
+        said = f"{3 if shown == 'two' else 0} of 3 votes said “{shown}”, what the run shows"
+        for tab in [presenter, *(t for _, t in viewers)]:
+            expect(tab.get_by_text(said)).to_be_visible(timeout=30_000)
+            expect(tab.get_by_text("The retry looked like a new batch")).to_be_visible()
+        third.screenshot(path=str(ARTIFACTS / "viewer-vote-explained-1080.png"))
+
+        presenter.get_by_role("link", name="Replay").click()  # the tally is kept with the run
+        expect(presenter.get_by_text(said)).to_be_visible(timeout=30_000)
+    finally:
+        p_context.close()
+        for context, _ in viewers:
+            context.close()

@@ -1,0 +1,203 @@
+"""The room's vote on the Lesson page: the presenter's live tally, and a viewer's whole page.
+
+The vote lives in one RoomVotes for the dashboard (engine.vote), kept where no browser
+message can clear it. A viewer votes with a radio whose callback casts the vote under the
+session's own id, read on the server: a browser can name an option, never another voter, and
+an option the ballot lacks is refused. Nothing of the step's outcome reaches a viewer's page
+before the presenter locks the vote: until then the page draws the question and the options
+only, not the room's feed (which may hold an earlier run of the same scenario).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import streamlit as st
+
+from engine.errors import LabError
+from engine.lesson import Lesson, Step, judge_prediction, list_lessons, load_lesson
+from engine.scenario import ScenarioError, count_of, list_scenarios, load_scenario
+from engine.vote import RoomVotes, StepVote, Tally, VoteError, votes_text
+from pages._follow import ended, ended_run, room_feed, watch_run
+from pages._keep import kept
+from pages._roles import session_id
+from pages._run_view import render_run
+from pages._shared import show_error
+from pages._sources import render_sources
+
+TALLY_EVERY_S = 0.5  # the presenter's tally is redrawn this often while the vote is open
+VIEWER_POLL_S = 1.0  # a viewer's page notices the presenter's next move this often
+
+
+@kept
+def room_votes() -> RoomVotes:
+    return RoomVotes()
+
+
+@st.cache_resource(max_entries=8)
+def _lesson_file(path: str, mtime_ns: int) -> Lesson:
+    return load_lesson(path)
+
+
+def lesson_named(name: str) -> Lesson:
+    """A lesson file, parsed once for the room for each version of it."""
+    path = list_lessons().get(name)
+    if path is None:
+        raise LabError(f"The lesson {name!r} is no longer in lessons/.")
+    return _lesson_file(str(path), Path(path).stat().st_mtime_ns)
+
+
+def tally_bars(tally: Tally, *, marked: str | None = None) -> None:
+    """Each option with its count and a bar, in projector type; `marked` gets a ✔."""
+    widest = max(tally.counts) or 1
+    for option, count in zip(tally.options, tally.counts, strict=True):
+        mark = " ✔" if option == marked else ""
+        st.progress(count / widest, text=f"**{count}** · {option}{mark}")
+
+
+@st.fragment(run_every=TALLY_EVERY_S)
+def presenter_tally(key: tuple[str, int]) -> None:
+    """The live tally on the presenter's screen (and the projector): how many, never who."""
+    tally = room_votes().tally(key)
+    if tally is None:
+        return
+    st.markdown(f"**The room's vote: {votes_text(tally.total)}**")
+    if tally.total:
+        tally_bars(tally)
+    else:
+        st.caption("Viewers vote on their laptops; the count shows here as they do.")
+
+
+def tally_after_run(vote: StepVote, step: Step, results: dict) -> None:
+    """The locked tally against what the run showed, under the verdict."""
+    tally = vote.tally()
+    shown = step.outcome(results)
+    st.markdown(tally.against(shown.text if shown else None))
+    if tally.total:
+        tally_bars(tally, marked=shown.text if shown else None)
+
+
+@st.fragment(run_every=VIEWER_POLL_S)
+def _watch_stage(version: int) -> None:
+    """Draws the viewer's whole page again when the presenter moves on (a step, a lock, a
+    run); a vote alone does not change what the page shows."""
+    if room_votes().current()[0] != version:
+        st.rerun(scope="app")
+
+
+def _cast(key: tuple[str, int], widget: str) -> None:
+    try:
+        room_votes().cast(key, session_id(), st.session_state[widget])
+    except VoteError as exc:
+        st.session_state["vote_refused"] = str(exc)
+
+
+def viewer_lesson() -> None:
+    """A viewer's Lesson page: the question and a vote; after the lock, the run and its
+    explanation; never the outcome before the lock."""
+    version, vote = room_votes().current()
+    _watch_stage(version)
+    if vote is None:
+        st.title("Lesson")
+        st.info("The presenter has not opened a lesson step yet; its question shows here.")
+        return
+    ballot = vote.ballot
+    try:
+        lesson = lesson_named(ballot.lesson)
+        step = lesson.steps[ballot.step]
+        scenario = load_scenario(list_scenarios()[step.scenario])
+    except (LabError, ScenarioError, IndexError, KeyError) as exc:
+        show_error(exc if isinstance(exc, LabError) else LabError(f"The step is gone ({exc})."))
+        return
+    st.title(lesson.title)
+    st.caption(f"Step {ballot.step + 1} of {len(lesson.steps)}")
+    st.header(scenario.title)
+    st.subheader("1 · Predict")
+    st.markdown(ballot.question)
+    widget = f"viewer-vote-{ballot.lesson}-{ballot.step}"
+    mine = vote.vote_of(session_id())
+    if not vote.locked:
+        st.radio(
+            "Your vote",
+            ballot.options,
+            index=ballot.options.index(mine) if mine in ballot.options else None,
+            key=widget,
+            on_change=_cast,
+            args=(ballot.key, widget),
+            horizontal=True,
+        )
+        if refused := st.session_state.pop("vote_refused", None):
+            st.warning(refused)
+        st.caption(
+            "Your vote counts in the tally on the presenter's screen (how many, never who); "
+            "you can change it until the presenter locks the vote."
+        )
+        return
+    tally = vote.tally()
+    st.markdown(
+        f"The vote is locked: {votes_text(tally.total)}. "
+        + (f"Yours: “{mine}”." if mine else "You did not vote.")
+        + (f" The room's prediction: “{vote.prediction}”." if vote.prediction else "")
+    )
+    st.subheader("2 · Run it, for real")
+    if not vote.runs:
+        st.info("The presenter runs the step next; it shows here as it happens.")
+        return
+    run_id = vote.runs[-1]
+    feed_version, broadcast = room_feed().snapshot()
+    if not ended(run_id) or (
+        broadcast is not None
+        and broadcast.run_id == run_id
+        and not room_feed().result_ready(broadcast)
+    ):
+        if broadcast is not None and broadcast.run_id == run_id:
+            watch_run(feed_version, broadcast)
+        else:
+            st.info("The run is starting.")
+        return
+    try:
+        run = ended_run(run_id)
+    except LabError as exc:
+        show_error(exc)
+        return
+    st.subheader("3 · Explain")
+    explain(step, vote.prediction, run["result"]["results"], vote)
+    with st.expander("The scenario's story"):
+        st.markdown(scenario.story)
+        render_sources(scenario.sources)
+    render_run(run, presenter=True)
+
+
+def explain(step: Step, prediction: str | None, results: dict, vote: StepVote | None) -> None:
+    """The verdict, the room's tally against it, the counts it rests on and the explanation:
+    the same on the presenter's screen and on every viewer's."""
+    verdict = judge_prediction(step, prediction, results)
+    st.markdown(f"**{verdict.headline()}**")
+    if vote is not None:
+        tally_after_run(vote, step, results)
+    # The counts the verdict rests on, on the same screen as the explanation that cites them.
+    shown = (verdict.shown or verdict.expected).when
+    for column, condition in zip(st.columns(len(shown)), shown, strict=True):
+        value = count_of(results.get(condition.level, {}), condition.field)
+        column.metric(
+            condition.label(),
+            "n/a" if value is None else value,
+            help=f"“{(verdict.shown or verdict.expected).text}” holds when "
+            f"{(verdict.shown or verdict.expected).describe()}.",
+        )
+    broken = step.contradicted(results)
+    if not broken:
+        st.markdown(step.explanation(results))
+    else:
+        st.warning(
+            "This run did not show what the explanation describes ("
+            + "; ".join(
+                f"{c.label().lower()} is {count_of(results.get(c.level, {}), c.field)}, "
+                f"the explanation needs {c.describe()}"
+                for c in broken
+            )
+            + "). The counts below are what Kafka really holds; run the step again to compare."
+        )
+        with st.expander("What this step usually shows (not this run)"):
+            st.markdown(step.explanation(results))
+    render_sources(step.sources)
