@@ -129,7 +129,8 @@ def session_peer(session: str) -> str | None:
         return None
     client = runtime.get_instance().get_client(session)
     context = getattr(client, "client_context", None) if client is not None else None
-    return getattr(context, "remote_ip", None)
+    peer = getattr(context, "remote_ip", None)
+    return peer if isinstance(peer, str) else None  # Streamlit's AppTest has a mock runtime
 
 
 def room_key() -> str | None:
