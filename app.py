@@ -11,6 +11,7 @@ from pages._presenter import presenter_controls
 from pages._roles import guard_browser_messages, rehearsal_link, session_role, viewer_line
 from pages._shared import mark_app_ran, show_error
 from pages._spark import autostart_spark
+from pages._whereabouts import follow_presenter, presenter_is_on
 from pages.cluster_panel import render_cluster_panel
 
 st.set_page_config(page_title="Kafka failure lab", page_icon="🧪", layout="wide")
@@ -37,31 +38,35 @@ st.markdown(
 )
 
 # In sections, in the order a class meets them: the home page says where to start.
-navigation = st.navigation(
-    {
-        "Learn": [
-            st.Page("pages/home.py", title="Start here", icon="🧭", default=True),
-            st.Page("pages/lesson.py", title="Lesson", icon="🎓"),
-        ],
-        "Break things": [
-            st.Page("pages/failure_lab.py", title="Failure lab", icon="💥"),
-            st.Page("pages/free_play.py", title="Free play", icon="🎮"),
-            st.Page("pages/zombie.py", title="Zombie fencing", icon="🧟"),
-        ],
-        "Look inside": [
-            st.Page("pages/log_views.py", title="Log views", icon="📜"),
-            st.Page("pages/replay.py", title="Replay", icon="⏪"),
-        ],
-        "Measure": [
-            st.Page("pages/metrics.py", title="Metrics", icon="📊"),
-            st.Page("pages/cost.py", title="Cost of guarantees", icon="💰"),
-        ],
-    }
-)
-# Serving a room: a viewer is told so on every page; a room with no key serves nothing.
+sections = {
+    "Learn": [
+        st.Page("pages/home.py", title="Start here", icon="🧭", default=True),
+        st.Page("pages/lesson.py", title="Lesson", icon="🎓"),
+    ],
+    "Break things": [
+        st.Page("pages/failure_lab.py", title="Failure lab", icon="💥"),
+        st.Page("pages/free_play.py", title="Free play", icon="🎮"),
+        st.Page("pages/zombie.py", title="Zombie fencing", icon="🧟"),
+    ],
+    "Look inside": [
+        st.Page("pages/log_views.py", title="Log views", icon="📜"),
+        st.Page("pages/replay.py", title="Replay", icon="⏪"),
+    ],
+    "Measure": [
+        st.Page("pages/metrics.py", title="Metrics", icon="📊"),
+        st.Page("pages/cost.py", title="Cost of guarantees", icon="💰"),
+    ],
+}
+navigation = st.navigation(sections)
+# Serving a room: a viewer is told so on every page, and follows the presenter from page to
+# page unless it chose to look elsewhere; a room with no key serves nothing.
 try:
     if session_role() == VIEWER:
         st.caption(f"👀 {viewer_line()}")
+        pages = {page.url_path: page for section in sections.values() for page in section}
+        follow_presenter(navigation, pages)
+    else:
+        presenter_is_on(navigation)
 except PresenterKeyError as exc:
     show_error(exc)
     st.stop()

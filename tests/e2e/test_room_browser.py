@@ -193,24 +193,29 @@ def test_the_room_votes_on_a_lesson_step_and_sees_the_outcome_only_after_the_loc
         presenter.get_by_role("button", name="▶ Run").click()
         presenter.get_by_text("Done: run").wait_for(timeout=240_000)
 
+        # The room's link (the default page) follows the presenter from page to page.
         first = viewers[0][1]
-        first.goto(f"{room}/lesson")  # before the presenter opens the lesson
-        expect(first.get_by_text("has not opened a lesson step yet")).to_be_visible()
+        first.goto(f"{room}/")
+        expect(first).to_have_url(re.compile(r"/failure_lab$"), timeout=15_000)
+        second = viewers[1][1]
+        second.goto(f"{room}/lesson")  # its own choice of page, before the lesson is opened
+        expect(second.get_by_text("has not opened a lesson step yet")).to_be_visible()
         presenter.get_by_role("link", name="Lesson").click()
         question = "How many copies of message 2 end up in the topic?"
         presenter.get_by_text(question).wait_for()
         expect(presenter.get_by_text("The room's vote: 0 votes")).to_be_visible()
-        expect(first.get_by_text(question)).to_be_visible(timeout=15_000)  # it moved on
-        for _, tab in viewers[1:]:
-            tab.goto(f"{room}/lesson")
-            tab.get_by_text(question).wait_for()
+        expect(first).to_have_url(re.compile(r"/lesson$"), timeout=15_000)
+        for tab in (first, second):
+            expect(tab.get_by_text(question)).to_be_visible(timeout=15_000)
+        third = viewers[2][1]
+        third.goto(f"{room}/lesson")
+        third.get_by_text(question).wait_for()
 
         before_lock: list[str] = []
         for (_, tab), choice in zip(viewers, ("two", "two", "one"), strict=True):
             tab.get_by_role("radiogroup", name="Your vote").get_by_text(choice, exact=True).click()
             before_lock.append(page_text(tab))
         expect(presenter.get_by_text("The room's vote: 3 votes")).to_be_visible(timeout=10_000)
-        third = viewers[2][1]
         third.get_by_role("radiogroup", name="Your vote").get_by_text("two", exact=True).click()
         expect(presenter.get_by_text("3 · two")).to_be_visible(timeout=10_000)  # 3 for "two"
         before_lock += [page_text(tab) for _, tab in viewers]
@@ -233,8 +238,17 @@ def test_the_room_votes_on_a_lesson_step_and_sees_the_outcome_only_after_the_loc
             expect(tab.get_by_text("The retry looked like a new batch")).to_be_visible()
         third.screenshot(path=str(ARTIFACTS / "viewer-vote-explained-1080.png"))
 
+        # A viewer that picks another page stops following; the sidebar's button brings it
+        # back to the presenter's page.
+        first.get_by_role("link", name="Log views").click()
+        expect(first).to_have_url(re.compile(r"/log_views$"))
         presenter.get_by_role("link", name="Replay").click()  # the tally is kept with the run
         expect(presenter.get_by_text(said)).to_be_visible(timeout=30_000)
+        back = first.get_by_role("button", name="👣 Follow the presenter's page")
+        expect(back).to_be_visible(timeout=15_000)
+        expect(first).to_have_url(re.compile(r"/log_views$"))
+        back.click()
+        expect(first).to_have_url(re.compile(r"/replay$"), timeout=15_000)
     finally:
         p_context.close()
         for context, _ in viewers:
