@@ -85,11 +85,18 @@ def cmd_dashboard(args: argparse.Namespace) -> int:
 
 
 def cmd_cluster_up(args: argparse.Namespace) -> int:
-    from engine.cluster import current_cluster, default_nodes, make_cluster, start_cluster
+    from engine.cluster import (
+        current_cluster,
+        default_nodes,
+        make_cluster,
+        require_same_version,
+        start_cluster,
+    )
 
     try:
         existing = current_cluster()
         if existing.status().reachable:
+            require_same_version(existing)
             print(f"A {existing.backend} cluster is already running; reusing it.", file=sys.stderr)
             _print_status(existing, as_json=args.json)
             return 0
@@ -193,7 +200,7 @@ def _node_action(action: str) -> Callable[[argparse.Namespace], int]:
 def cmd_run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from engine.cluster import current_cluster, make_cluster
+    from engine.cluster import current_cluster, make_cluster, require_same_version
     from engine.recovery import recover
     from engine.runner import run_scenario
     from engine.scenario import ScenarioError, load_scenario, with_client
@@ -223,6 +230,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         )
         owned.start()
         cluster = owned
+    else:
+        require_same_version(cluster)
 
     def progress(what: str, fraction: float) -> None:
         if not args.quiet:

@@ -1,21 +1,26 @@
-"""Kafka's version as a setting: LAB_KAFKA_VERSION or `--kafka-version`, checked and
-given to Maven.
+"""Kafka's version as a setting: LAB_KAFKA_VERSION or `--kafka-version`, checked, given to
+Maven, remembered by each cluster, and refused where a running cluster has another.
 
-No Kafka and no network here: Maven is a fake that records its arguments.
+No Kafka and no network here: Maven is a fake that records its arguments, clusters are
+state files and stand-ins.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import stat
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 from engine import cli, java_roles, paths, tools
-from engine.cluster import jars
-from engine.errors import KafkaFetchError, KafkaVersionError
+from engine.cluster import jars, require_same_version
+from engine.cluster.embedded import EmbeddedCluster
+from engine.cluster.service import ClusterService
+from engine.errors import ClusterError, KafkaFetchError, KafkaVersionError
 
 VAR = "LAB_KAFKA_VERSION"
 
@@ -129,3 +134,69 @@ def test_maven_is_given_the_version_for_kafkas_jars_and_the_java_roles(
     assert f"-f {paths.KAFKA_POM} -Dkafka.libs={libs} -Dkafka.version=4.4.0 package" in kafka_call
     assert f"-f {java_roles.JAVA_POM} " in roles_call and "-Dkafka.version=4.4.0" in roles_call
     assert str(tmp_path / "cache" / "java-roles" / "4.4.0") in roles_call
+
+
+def write_embedded_state(root: Path, name: str, version: str | None) -> None:
+    state = {
+        "backend": "local",
+        "name": name,
+        "cluster_id": "x",
+        "node_count": 1,
+        "nodes": [],
+        "proxy": None,
+        **({"kafka_version": version} if version else {}),
+    }
+    (root / name).mkdir(parents=True)
+    (root / name / "cluster.json").write_text(json.dumps(state))
+
+
+def test_a_cluster_keeps_the_version_it_was_started_with(
+    tmp_path: Path, no_version: pytest.MonkeyPatch
+) -> None:
+    no_version.setenv("LAB_STATE_DIR", str(tmp_path))
+    write_embedded_state(tmp_path, "new", "4.4.0")
+    write_embedded_state(tmp_path, "old", None)  # a state file from before the setting
+    assert EmbeddedCluster.attach("new").kafka_version == "4.4.0"
+    assert EmbeddedCluster.attach("old").kafka_version == paths.pom_kafka_version()
+    no_version.setenv(VAR, "4.4.0")
+    assert EmbeddedCluster("fresh").kafka_version == "4.4.0"
+
+
+def test_a_running_cluster_of_another_version_is_refused_with_what_to_do(
+    tmp_path: Path, no_version: pytest.MonkeyPatch
+) -> None:
+    no_version.setenv("LAB_STATE_DIR", str(tmp_path))
+    write_embedded_state(tmp_path, "default", "4.4.0")
+    running = EmbeddedCluster.attach("default")
+    with pytest.raises(ClusterError) as caught:
+        require_same_version(running)
+    assert str(caught.value) == (
+        "The running local cluster is Kafka 4.4.0, and this command runs Kafka "
+        f"{paths.pom_kafka_version()}: give --kafka-version 4.4.0 (or LAB_KAFKA_VERSION=4.4.0) "
+        "to use it, or stop it first (`./lab engine cluster down`)."
+    )
+    no_version.setenv(VAR, "4.4.0")
+    require_same_version(running)
+
+
+class VersionedCluster:
+    backend = "local"
+    node_ids = (1,)
+    kafka_version = "4.4.0"
+
+    def status(self, timeout: float = 3.0) -> SimpleNamespace:
+        return SimpleNamespace(reachable=True)
+
+
+def test_the_dashboard_does_not_adopt_a_cluster_of_another_version(
+    no_version: pytest.MonkeyPatch,
+) -> None:
+    service = ClusterService()
+    no_version.setattr("engine.cluster.service.current_cluster", VersionedCluster)
+    assert service.find_running(), "found (and refused), so no second cluster is started"
+    assert service.cluster is None and service.state == "failed"
+    assert service.error and "is Kafka 4.4.0, and this command runs Kafka 4.1.2" in service.error
+    no_version.setenv(VAR, "4.4.0")
+    service = ClusterService()
+    assert service.find_running() and service.state == "ready"
+    assert isinstance(service.cluster, VersionedCluster)
