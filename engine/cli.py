@@ -85,11 +85,18 @@ def cmd_dashboard(args: argparse.Namespace) -> int:
 
 
 def cmd_cluster_up(args: argparse.Namespace) -> int:
-    from engine.cluster import current_cluster, default_nodes, make_cluster, start_cluster
+    from engine.cluster import (
+        current_cluster,
+        default_nodes,
+        make_cluster,
+        require_same_version,
+        start_cluster,
+    )
 
     try:
         existing = current_cluster()
         if existing.status().reachable:
+            require_same_version(existing)
             print(f"A {existing.backend} cluster is already running; reusing it.", file=sys.stderr)
             _print_status(existing, as_json=args.json)
             return 0
@@ -193,7 +200,7 @@ def _node_action(action: str) -> Callable[[argparse.Namespace], int]:
 def cmd_run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from engine.cluster import current_cluster, make_cluster
+    from engine.cluster import current_cluster, make_cluster, require_same_version
     from engine.recovery import recover
     from engine.runner import run_scenario
     from engine.scenario import ScenarioError, load_scenario, with_client
@@ -223,6 +230,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         )
         owned.start()
         cluster = owned
+    else:
+        require_same_version(cluster)
 
     def progress(what: str, fraction: float) -> None:
         if not args.quiet:
@@ -304,6 +313,34 @@ def cmd_show(args: argparse.Namespace) -> int:
     return 0
 
 
+def _add_kafka_version(parser: argparse.ArgumentParser) -> None:
+    """`--kafka-version X`: LAB_KAFKA_VERSION for this command (and what it starts)."""
+    parser.add_argument(
+        "--kafka-version",
+        metavar="X.Y.Z",
+        help=f"the Kafka release to run, 4.0.0 or newer (sets {settings.KAFKA_VERSION.name}; "
+        "default: kafka/pom.xml's)",
+    )
+
+
+def apply_kafka_version(args: argparse.Namespace) -> None:
+    """Put `--kafka-version` into the environment, where the lab and the processes it starts
+    (Streamlit, the nodes, the Java roles) read it; check the version either way, so that a
+    bad one is one line before anything starts."""
+    if not hasattr(args, "kafka_version"):
+        return  # a command that starts nothing runs no Kafka version
+    if args.kafka_version is not None:
+        os.environ[settings.KAFKA_VERSION.name] = paths.check_kafka_version(
+            args.kafka_version, "--kafka-version"
+        )
+    paths.kafka_version()
+
+
+def _with_kafka_version(args: argparse.Namespace) -> int:
+    apply_kafka_version(args)
+    return args.command_func(args)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m engine", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -311,11 +348,13 @@ def build_parser() -> argparse.ArgumentParser:
     setup = sub.add_parser(
         "setup", help="check Java and fetch the pinned Kafka jars and Spark's Kafka connector"
     )
+    _add_kafka_version(setup)
     setup.set_defaults(func=cmd_setup)
 
     preflight = sub.add_parser("preflight", help="check Java, the jars and a port")
     preflight.add_argument("--port", type=int)
     preflight.add_argument("--address", default="127.0.0.1")
+    _add_kafka_version(preflight)
     preflight.set_defaults(func=cmd_preflight)
     dash = sub.add_parser(
         "dashboard",
@@ -323,6 +362,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     dash.add_argument("--port", type=int, default=8501)
     dash.add_argument("--address", default="127.0.0.1")
+    _add_kafka_version(dash)
     dash.add_argument("streamlit_args", nargs=argparse.REMAINDER, help="passed to streamlit run")
     dash.set_defaults(func=cmd_dashboard)
 
@@ -336,6 +376,7 @@ def build_parser() -> argparse.ArgumentParser:
     up.add_argument("--bootstrap", help="host:port[,host:port] of an external cluster")
     up.add_argument("--timeout", type=float, default=180.0, help="seconds to wait for readiness")
     up.add_argument("--json", action="store_true", help="print the status as JSON")
+    _add_kafka_version(up)
     up.set_defaults(func=cmd_cluster_up)
     status = csub.add_parser("status", help="show the running cluster")
     status.add_argument("--json", action="store_true")
@@ -381,6 +422,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="the producer's client (default: the scenario's, librdkafka unless it says); "
         "with --guarantee client-defaults each client's own defaults apply",
     )
+    _add_kafka_version(run)
     run.set_defaults(func=cmd_run)
     runs = sub.add_parser("runs", help="list recorded runs")
     runs.add_argument("--json", action="store_true")
@@ -407,4 +449,5 @@ def main(argv: Sequence[str] | None = None) -> int:
     if level:
         logging.getLogger("engine.kafka").setLevel(level)
     args = build_parser().parse_args(argv)
-    return run_command(args.func, args)
+    args.command_func = args.func
+    return run_command(_with_kafka_version, args)

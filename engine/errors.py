@@ -44,3 +44,7 @@ class DockerUnavailableError(LabError):
 
 class MissingImageError(LabError):
     """The Docker engine lacks an image the lab needs and cannot pull it."""
+
+
+class KafkaVersionError(LabError):
+    """LAB_KAFKA_VERSION (or --kafka-version) names no Kafka release the lab can run."""

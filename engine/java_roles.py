@@ -1,8 +1,9 @@
 """Builds the lab's Java roles (java/: a Kafka Streams processor, a Java producer).
 
-They are compiled by Maven from `java/pom.xml` against the pinned Kafka version's
-`kafka-clients` and `kafka-streams` on Maven Central, and the jar with its runtime classpath is
-copied into `.cache/java-roles/VERSION/HASH/libs`, HASH being a hash of java/'s sources: an
+They are compiled by Maven from `java/pom.xml` against the lab's Kafka version's
+`kafka-clients` and `kafka-streams` on Maven Central (the pom's, or LAB_KAFKA_VERSION's given
+as `-Dkafka.version`), and the jar with its runtime classpath is copied into
+`.cache/java-roles/VERSION/HASH/libs`, HASH being a hash of java/'s sources: an
 edited role is built again (two checkouts sharing one cache never overwrite each other's
 build), and a marker file written last means a half-finished build is never used.
 """
@@ -72,6 +73,7 @@ def ensure_java_roles(*, offline: bool = False) -> Path:
         what=f"the lab's Java roles (Kafka Streams and kafka-clients {paths.kafka_version()})",
         marker=_MARKER,
         offline=offline,
+        properties={"kafka.version": paths.kafka_version()},
     )
     _prune_old_builds()
     return libs

@@ -175,7 +175,7 @@ def create_run_folder(run_id, scenario, source_text, cluster, levels: list[str])
             "cluster": {
                 "backend": cluster.backend,
                 "nodes": cluster.node_ids,
-                "kafka_version": paths.kafka_version(),
+                "kafka_version": cluster.kafka_version,
                 "direct_bootstrap": cluster.direct_bootstrap,
                 "proxied_bootstrap": cluster.proxied_bootstrap,
             },
@@ -275,6 +275,16 @@ def _read_config(folder: Path) -> dict[str, Any]:
         return json.loads((folder / CONFIG).read_text())
     except (OSError, json.JSONDecodeError):
         return {}
+
+
+def kafka_version_of(config: dict[str, Any]) -> str | None:
+    """The Kafka version a run's cluster ran, from its config.json; None if not recorded."""
+    return (config.get("cluster") or {}).get("kafka_version") or None
+
+
+def run_kafka_version(run_id: str) -> str | None:
+    """The Kafka version the run was made on (Metrics and Replay name it)."""
+    return kafka_version_of(_read_config(run_folder(run_id)))
 
 
 def run_status(run_id: str) -> str:

@@ -159,6 +159,17 @@ DEDUP_DSN = _setting(
     "The PostgreSQL the idempotency-key level keeps its keys in; unset, SQLite in the run folder.",
 )
 
+# ---- Kafka --------------------------------------------------------------------------------
+KAFKA_VERSION = _setting(
+    "LAB_KAFKA_VERSION",
+    "Kafka",
+    "The Kafka release the lab runs, e.g. 4.4.0 (4.0.0 or newer): its jars, fetched from "
+    "Maven Central on first use and cached per version, the Java roles' kafka-clients and "
+    "Kafka Streams, and the docker backend's image apache/kafka:VERSION. Unset: the version "
+    "pinned in kafka/pom.xml. `--kafka-version` on `./lab dashboard`, `./lab engine cluster "
+    "up` and `./lab engine run` sets it for that command.",
+)
+
 # ---- metrics (Spark) ----------------------------------------------------------------------
 SPARK_MASTER = _setting(
     "LAB_SPARK_MASTER",

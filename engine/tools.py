@@ -87,17 +87,20 @@ def maven_package(
     error: type[LabError] = KafkaFetchError,
     offline: bool = False,
     repo_local: Path | None = None,
+    properties: dict[str, str] | None = None,
 ) -> None:
     """Run `mvn package` on one of the lab's poms, which copies its jars into a folder.
 
-    `output` is the pom's property naming that folder and the folder itself. A failure is one
-    actionable `error` naming `what` was being fetched. `repo_local` replaces ~/.m2 (for
-    measuring a first-time fetch).
+    `output` is the pom's property naming that folder and the folder itself; `properties`
+    override others of the pom's (`kafka.version`). A failure is one actionable `error`
+    naming `what` was being fetched. `repo_local` replaces ~/.m2 (for measuring a
+    first-time fetch).
     """
     mvn = find_maven()
     find_java()  # Maven needs a JDK too; fail with the clearer message first.
     prop, folder = output
     cmd = [mvn, "-q", "-B", "-f", str(pom), f"-D{prop}={folder}"]
+    cmd += [f"-D{name}={value}" for name, value in (properties or {}).items()]
     if repo_local is not None:
         cmd.append(f"-Dmaven.repo.local={repo_local}")
     cmd += ["-o", "package"] if offline else ["package"]
@@ -127,6 +130,7 @@ def maven_into(
     marker: str = ".complete",
     error: type[LabError] = KafkaFetchError,
     offline: bool = False,
+    properties: dict[str, str] | None = None,
 ) -> Path:
     """The folder a pom copies its jars into, fetched by `maven_package` unless a complete
     copy of `stamp` (a version, a sources hash) is there already.
@@ -140,7 +144,7 @@ def maven_into(
         return folder
     if folder.exists():  # an older copy, or a half-finished one
         shutil.rmtree(folder)
-    maven_package(pom, output, what=what, error=error, offline=offline)
+    maven_package(pom, output, what=what, error=error, offline=offline, properties=properties)
     if not any(folder.glob(expect)):
         raise error(
             f"Maven finished, but {folder} holds no {expect}; delete {folder} and run "

@@ -14,6 +14,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
+from engine import record
 from engine.checker import LATENCY_DEFINITION
 from engine.faults import KINDS, say_fault
 from engine.faults.base import HURT
@@ -86,6 +87,9 @@ def render_run(
             st.info("This run recorded no results.")
             return
         run_words = f"scenario **{meta['scenario']}** · {', '.join(results)}"
+        # Runs of one scenario on two Kafka versions differ only here at a glance.
+        if kafka := record.kafka_version_of(run.get("config") or {}):
+            run_words += f" · Kafka {kafka}"
         # The run id is for engineers (Replay, the command line); the projector has no use for it.
         st.caption(run_words if presenter else f"{run_words} · run `{meta['run_id']}`")
         teaches = ((run.get("config") or {}).get("scenario") or {}).get("teaches") or {}

@@ -173,9 +173,10 @@ def render(meta: dict[str, Any], version: float, metrics: dict[str, Any]) -> Non
     """The run's metrics as saved in `version` of its metrics.json; the charts and tables are
     drawn once per version for the whole room (pages/_metrics_view.py, shared drawings)."""
     when = time.strftime("%H:%M:%S", time.localtime(metrics.get("computed_at") or 0))
+    made_on = record.run_kafka_version(meta["run_id"])
     st.caption(
         f"**Final numbers**, {produced_by(metrics)}. Spark read **{metrics.get('source')}** "
-        f"(computed at {when})."
+        f"(computed at {when})." + (f" The run was made on Kafka {made_on}." if made_on else "")
     )
     reason = metrics.get("fallback_reason")
     if reason and metrics.get("source") == RECORD_SOURCE:

@@ -25,6 +25,7 @@ __all__ = [
     "default_nodes",
     "forget_current",
     "make_cluster",
+    "require_same_version",
     "start_cluster",
 ]
 
@@ -105,6 +106,23 @@ def current_cluster() -> Cluster:
         return ExternalCluster.attach()
     raise ClusterNotRunningError(
         f"Unknown backend '{backend}' in {pointer}; start a cluster again."
+    )
+
+
+def require_same_version(cluster: Cluster) -> None:
+    """Refuse a running cluster of another Kafka version than this process runs.
+
+    The Java roles, Kafka's tools and every run's record take this process's version; on a
+    cluster of another they would mix versions and record the wrong one.
+    """
+    ours = paths.kafka_version()
+    if cluster.kafka_version == ours:
+        return
+    theirs = cluster.kafka_version
+    raise ClusterError(
+        f"The running {cluster.backend} cluster is Kafka {theirs}, and this command runs "
+        f"Kafka {ours}: give --kafka-version {theirs} (or LAB_KAFKA_VERSION={theirs}) to use "
+        "it, or stop it first (`./lab engine cluster down`)."
     )
 
 

@@ -107,6 +107,14 @@ class Cluster(ABC):
     @abstractmethod
     def nodes(self) -> list[NodeInfo]: ...
 
+    @property
+    def kafka_version(self) -> str:
+        """The Kafka version the cluster runs: the lab's (a backend that remembers the
+        version it started with says that one)."""
+        from engine import paths
+
+        return paths.kafka_version()
+
     def proxy_control(self):  # -> ProxyControl | None; imported lazily to keep import time low
         info = self.proxy
         if info is None:
@@ -117,8 +125,6 @@ class Cluster(ABC):
 
     def status(self, timeout: float = 3.0) -> ClusterStatus:
         view = admin.try_describe(self.direct_bootstrap, timeout=timeout)
-        from engine import paths
-
         nodes = self.nodes()
         controller = None
         if view is not None:  # for half a second: the sidebar asks every two
@@ -132,7 +138,7 @@ class Cluster(ABC):
             nodes=nodes,
             reachable=view is not None,
             controller_id=controller,
-            kafka_version=paths.kafka_version(),
+            kafka_version=self.kafka_version,
             proxy=self.proxy,
             partition_leaders=view.leaders if view else None,
         )

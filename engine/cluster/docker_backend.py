@@ -193,8 +193,11 @@ def default_image(compose_text: str, variable: str) -> str | None:
     return found.group(1) if found else None
 
 
-def run_compose(compose_file: Path, args: list[str], timeout: float) -> None:
-    """Run `docker compose -p PROJECT -f FILE ARGS...` (an argument list, never a shell).
+def run_compose(
+    compose_file: Path, args: list[str], timeout: float, env: dict[str, str] | None = None
+) -> None:
+    """Run `docker compose -p PROJECT -f FILE ARGS...` (an argument list, never a shell),
+    with `env` added to this process's environment (the variables the file interpolates).
 
     Compose v1 gets the file on stdin without `name:`, and its folder as the project's.
     """
@@ -216,6 +219,7 @@ def run_compose(compose_file: Path, args: list[str], timeout: float) -> None:
             timeout=timeout,
             cwd=compose_file.parent,
             check=False,
+            env={**os.environ, **(env or {})},
         )
     except subprocess.TimeoutExpired as exc:
         raise ClusterError(
@@ -355,6 +359,8 @@ class DockerCluster(Cluster):
         self.owner_pid = owner_pid
         self.layout = layout if layout is not None else Layout.from_env()
         self._proxy: ProxyInfo | None = None
+        # The version the brokers run; one attached to says the one it was started with.
+        self._kafka_version = paths.kafka_version()
         # Called with each start-up step (the dashboard shows them in the sidebar).
         self.on_progress: Callable[[str], None] | None = None
 
@@ -377,7 +383,7 @@ class DockerCluster(Cluster):
             "backend": self.backend,
             "project": PROJECT,
             "compose_file": str(self.compose_file),
-            "kafka_version": paths.kafka_version(),
+            "kafka_version": self._kafka_version,
             "owner_pid": self.owner_pid,
             "layout": self.layout.to_json(),
             "proxy": asdict(self._proxy) if self._proxy else None,
@@ -413,7 +419,12 @@ class DockerCluster(Cluster):
             layout=layout,
         )
         cluster._proxy = ProxyInfo(**data["proxy"]) if data.get("proxy") else None
+        cluster._kafka_version = data.get("kafka_version") or paths.pom_kafka_version()
         return cluster
+
+    @property
+    def kafka_version(self) -> str:
+        return self._kafka_version
 
     # ---- addresses -------------------------------------------------------------------------
     @property
@@ -533,9 +544,19 @@ class DockerCluster(Cluster):
                 f"before (nodes {', '.join(map(str, leftover))})."
             )
         self.require_image()
+        up = ["up", "-d"]
+        if other := self._leftover_images(leftover) - {self.kafka_image}:
+            # Compose recreates them with the new image but keeps their anonymous data
+            # volumes; a data directory is not forward-compatible (a 4.4 one does not start
+            # 4.1), so a cluster of another version starts empty.
+            self._progress(
+                f"The containers left from before run {', '.join(sorted(other))}: replacing "
+                f"them, with empty data, by {self.kafka_image}."
+            )
+            up.append("--renew-anon-volumes")
         self._progress("Starting the broker containers (docker compose up)…")
         # An image pull on first use can take minutes; readiness gets its own `timeout`.
-        self._compose(["up", "-d", *SERVICES.values()], timeout=max(timeout, 900.0))
+        self._compose([*up, *SERVICES.values()], timeout=max(timeout, 900.0))
         # A node an earlier session left frozen would answer nothing: thaw it.
         for container in self._containers().values():
             if self._status(container) == "paused":
@@ -563,12 +584,18 @@ class DockerCluster(Cluster):
 
     @property
     def kafka_image(self) -> str:
-        """The brokers' image: LAB_KAFKA_IMAGE, else the compose file's default."""
-        configured = settings.KAFKA_IMAGE.get()
-        if configured:
-            return configured
-        text = self.compose_file.read_text()
-        return default_image(text, ENV_KAFKA_IMAGE) or f"apache/kafka:{paths.kafka_version()}"
+        """The brokers' image: LAB_KAFKA_IMAGE, else the official image of the cluster's
+        Kafka version (the compose file's default is that of kafka/pom.xml's)."""
+        return settings.KAFKA_IMAGE.get() or f"apache/kafka:{self._kafka_version}"
+
+    def _leftover_images(self, leftover: list[int]) -> set[str]:
+        """The images the broker containers left from before were made from."""
+        containers = self._containers()
+        return {
+            image
+            for n in leftover
+            if (image := getattr(containers[n], "attrs", {}).get("Config", {}).get("Image"))
+        }
 
     def require_image(self) -> None:
         """The brokers' image is in the engine, or pulled now; else one line on how to get it."""
@@ -614,7 +641,9 @@ class DockerCluster(Cluster):
             self.state_file.unlink(missing_ok=True)
 
     def _compose(self, args: list[str], timeout: float) -> None:
-        run_compose(self.compose_file, args, timeout)
+        # The compose file's image is ${LAB_KAFKA_IMAGE:-apache/kafka:POM_VERSION}: given
+        # here, the brokers run the cluster's version, whatever the caller's environment.
+        run_compose(self.compose_file, args, timeout, env={ENV_KAFKA_IMAGE: self.kafka_image})
 
     def _wait_ready(self, expected: set[int], timeout: float) -> None:
         """Wait until the expected nodes are registered brokers, directly and via the proxy."""

@@ -183,6 +183,9 @@ class EmbeddedCluster(Cluster):
         # before any client has asked): for the benchmark and the test that contrast it.
         self.coordinators_at_start = coordinators_at_start
         self.cluster_id: str | None = None
+        # Fixed for the cluster's life: a node restarted from another process (whose
+        # LAB_KAFKA_VERSION may differ) runs the version its data was formatted by.
+        self._kafka_version = paths.kafka_version()
         self._nodes: list[EmbeddedNode] = []
         self._proxy: ProxyInfo | None = None
         # Called with a short sentence at each step of start(), for progress displays.
@@ -202,7 +205,7 @@ class EmbeddedCluster(Cluster):
             "backend": self.backend,
             "name": self._name,
             "cluster_id": self.cluster_id,
-            "kafka_version": paths.kafka_version(),
+            "kafka_version": self._kafka_version,
             "node_count": self.node_count,
             "heap": self.heap,
             "owner_pid": self.owner_pid,
@@ -231,6 +234,8 @@ class EmbeddedCluster(Cluster):
         cluster = cls(name, node_count=data["node_count"], heap=data.get("heap", DEFAULT_HEAP))
         cluster.owner_pid = data.get("owner_pid")
         cluster.cluster_id = data["cluster_id"]
+        # Every state file names its version; kafka/pom.xml's is what one without it ran.
+        cluster._kafka_version = data.get("kafka_version") or paths.pom_kafka_version()
         cluster._nodes = [EmbeddedNode(**n) for n in data["nodes"]]
         cluster._proxy = ProxyInfo(**data["proxy"]) if data.get("proxy") else None
         return cluster
@@ -298,6 +303,10 @@ class EmbeddedCluster(Cluster):
             )
         return infos
 
+    @property
+    def kafka_version(self) -> str:
+        return self._kafka_version
+
     def is_running(self) -> bool:
         return any(pid_alive(n.pid) for n in self._nodes)
 
@@ -308,7 +317,7 @@ class EmbeddedCluster(Cluster):
         self.clean_leftovers()
         self.on_progress("Checking Java and Kafka's jars")
         java = tools.find_java()
-        classpath = jars.kafka_classpath()
+        classpath = jars.kafka_classpath(self._kafka_version)
         self.root.mkdir(parents=True, exist_ok=True)
         log4j = self.root / "log4j2.properties"
         log4j.write_text(_LOG4J2)
@@ -578,7 +587,7 @@ class EmbeddedCluster(Cluster):
             self.kill_node(node_id)
         java = tools.find_java()
         log4j = self.root / "log4j2.properties"
-        self._spawn_node(java, jars.kafka_classpath(), log4j, node)
+        self._spawn_node(java, jars.kafka_classpath(self._kafka_version), log4j, node)
         self._save()
         started = time.monotonic()
         self._wait_ready({node_id}, timeout)

@@ -56,7 +56,10 @@ class Standin:
 
     @property
     def official(self) -> str:
-        """The official image: the variable's default in docker-compose.yml."""
+        """The official image: the variable's default in docker-compose.yml; for the brokers,
+        that of the lab's Kafka version (the file's default is kafka/pom.xml's)."""
+        if self.variable == settings.KAFKA_IMAGE.name:
+            return f"apache/kafka:{paths.kafka_version()}"
         found = re.search(
             r"\$\{" + re.escape(self.variable) + r":-([^}]+)\}", COMPOSE_FILE.read_text()
         )

@@ -14,9 +14,16 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from engine.cluster import Cluster, current_cluster, forget_current, make_cluster, start_cluster
+from engine.cluster import (
+    Cluster,
+    current_cluster,
+    forget_current,
+    make_cluster,
+    require_same_version,
+    start_cluster,
+)
 from engine.cluster.base import ClusterStatus
-from engine.errors import ClusterNotRunningError, LabError
+from engine.errors import ClusterError, ClusterNotRunningError, LabError
 
 
 class SharedExclusiveLock:
@@ -111,13 +118,20 @@ class ClusterService:
             return held[2]
 
     def find_running(self) -> bool:
-        """Adopt a cluster started earlier (e.g. by `python -m engine cluster up`)."""
+        """Adopt a cluster started earlier (e.g. by `python -m engine cluster up`); True when
+        one was found, adopted or (of another Kafka version) refused with the reason."""
         try:
             cluster = current_cluster()
         except (ClusterNotRunningError, LabError):
             return False
         if not cluster.status(timeout=2.0).reachable:
             return False
+        try:
+            require_same_version(cluster)
+        except ClusterError as exc:
+            # Not adopted, and no second cluster started beside it: the sidebar says why.
+            self.state, self.error = "failed", str(exc)
+            return True
         self.cluster, self.state, self.owned = cluster, "ready", False
         return True
 

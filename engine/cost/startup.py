@@ -125,6 +125,7 @@ def cold_jar_fetch() -> float:
             ("kafka.libs", Path(tmp) / "libs"),
             what=f"Kafka {paths.kafka_version()}",
             repo_local=Path(tmp) / "m2",
+            properties={"kafka.version": paths.kafka_version()},
         )
         return time.monotonic() - began
 

@@ -89,7 +89,8 @@ class _LocalLogDirs(_LogDirs):
         from engine import tools
         from engine.cluster import jars
 
-        libs = Path(jars.kafka_classpath()).parent
+        # The jars of the version that wrote the segments (the cluster's own).
+        libs = Path(jars.kafka_classpath(self.cluster.kafka_version)).parent
         cmd = [
             tools.find_java(),
             "-Xmx256m",

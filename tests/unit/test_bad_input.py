@@ -118,18 +118,54 @@ def test_a_kafka_version_that_cannot_be_fetched(tmp_path, monkeypatch):
     pom = tmp_path / "pom.xml"
     pom.write_text(
         paths.KAFKA_POM.read_text().replace(
-            f"<kafka.version>{paths.kafka_version()}</kafka.version>",
+            f"<kafka.version>{paths.pom_kafka_version()}</kafka.version>",
             "<kafka.version>0.0.0-does-not-exist</kafka.version>",
         )
     )
     monkeypatch.setattr(paths, "KAFKA_POM", pom)
     monkeypatch.setenv("LAB_CACHE_DIR", str(tmp_path / "cache"))
-    paths.kafka_version.cache_clear()
+    monkeypatch.delenv("LAB_KAFKA_VERSION", raising=False)
+    paths.pom_kafka_version.cache_clear()
     try:
         with pytest.raises(KafkaFetchError, match="could not be fetched from Maven Central"):
             jars.ensure_kafka_jars(offline=True)  # offline: the answer is fast and certain
     finally:
-        paths.kafka_version.cache_clear()
+        paths.pom_kafka_version.cache_clear()
+
+
+def test_a_chosen_kafka_version_that_cannot_be_fetched_names_the_setting(tmp_path, monkeypatch):
+    """LAB_KAFKA_VERSION names a release Maven does not have: one line, naming the setting,
+    the flag and the default (Maven is given the version: the pom's is not asked for)."""
+    monkeypatch.setenv("LAB_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("LAB_KAFKA_VERSION", "4.99.0")
+    with pytest.raises(KafkaFetchError) as caught:
+        jars.ensure_kafka_jars(offline=True)
+    message = str(caught.value)
+    assert "Kafka 4.99.0 could not be fetched from Maven Central" in message
+    assert "LAB_KAFKA_VERSION or --kafka-version" in message
+    assert f"unset it for {paths.pom_kafka_version()}" in message
+    assert "\n" not in message
+    assert not (tmp_path / "cache" / "kafka" / "4.99.0" / "libs" / ".complete").exists()
+
+
+def test_a_bad_kafka_version_on_the_command_line(tmp_path):
+    """A malformed or too old version, as a flag or a variable: one line before anything
+    starts (no cluster, no Maven), naming where it came from."""
+    env = {"LAB_STATE_DIR": str(tmp_path / "state"), "LAB_CACHE_DIR": str(tmp_path / "cache")}
+    assert_one_line_error(
+        engine_cli("cluster", "up", "--kafka-version", "4.4", env=env),
+        "--kafka-version='4.4' is not a Kafka release",
+    )
+    assert_one_line_error(
+        engine_cli("run", "scenarios/ack-loss.yaml", "--kafka-version", "3.9.1", env=env),
+        "--kafka-version=3.9.1: the lab runs Kafka 4.0 or newer",
+        "KIP-653",
+    )
+    assert_one_line_error(
+        engine_cli("preflight", env={**env, "LAB_KAFKA_VERSION": "latest"}),
+        "LAB_KAFKA_VERSION='latest' is not a Kafka release",
+    )
+    assert not (tmp_path / "state").exists() and not (tmp_path / "cache").exists()
 
 
 def test_a_busy_dashboard_port_is_named_before_streamlit_starts():

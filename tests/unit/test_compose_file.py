@@ -82,13 +82,15 @@ def test_project_name_is_the_one_the_backend_looks_for(compose: dict[str, Any]) 
 
 def test_kafka_image_is_the_version_pinned_in_the_pom(compose: dict[str, Any]) -> None:
     # The official image by default; LAB_KAFKA_IMAGE may name a stand-in (./lab images).
-    official = f"apache/kafka:{paths.kafka_version()}"
+    official = f"apache/kafka:{paths.pom_kafka_version()}"
     for n in NODES:
         assert compose["services"][f"kafka-{n}"]["image"] == f"${{LAB_KAFKA_IMAGE:-{official}}}"
     assert db.default_image(COMPOSE.read_text(), db.ENV_KAFKA_IMAGE) == official
-    # The dashboard's engine runs this file too: it must resolve the same images.
+    # The dashboard's engine runs this file too: given neither variable, it resolves the
+    # brokers' default image from kafka/pom.xml's version; given them, the same ones.
     env = compose["services"]["dashboard"]["environment"]
-    assert env["LAB_KAFKA_IMAGE"] == f"${{LAB_KAFKA_IMAGE:-{official}}}"
+    assert env["LAB_KAFKA_IMAGE"] == "${LAB_KAFKA_IMAGE:-}"
+    assert env["LAB_KAFKA_VERSION"] == "${LAB_KAFKA_VERSION:-}"
     assert env["LAB_POSTGRES_IMAGE"] == compose["services"]["postgres"]["image"]
 
 
@@ -267,6 +269,8 @@ def fake_docker(tmp_path: Path, compose_ok: bool = True) -> Path:
     script.write_text(
         "#!/bin/sh\n"
         f'echo "$@" >> "{tmp_path}/docker-calls"\n'
+        # The image compose would interpolate into the brokers' services.
+        f'echo "${{LAB_KAFKA_IMAGE:-}}" >> "{tmp_path}/docker-images"\n'
         f'if [ "$1" = compose ] && [ "{int(compose_ok)}" = 0 ]; then\n'
         '  echo "docker: unknown command: docker compose" >&2; exit 1\n'
         "fi\n"
@@ -426,7 +430,7 @@ class FakeClient:
     def __init__(self, items: list[FakeContainer], images: set[str] | None = None) -> None:
         self.containers = FakeContainers(items)
         self.images = FakeImages(
-            {f"apache/kafka:{paths.kafka_version()}"} if images is None else images
+            {f"apache/kafka:{paths.pom_kafka_version()}"} if images is None else images
         )
 
 
@@ -456,7 +460,7 @@ def test_an_engine_without_the_image_says_how_to_pull_or_build_it(
     with pytest.raises(MissingImageError) as caught:
         cluster.require_image()
     message = str(caught.value)
-    official = f"apache/kafka:{paths.kafka_version()}"
+    official = f"apache/kafka:{paths.pom_kafka_version()}"
     assert cluster._client.images.pulled == [official], "it tries to pull first"
     assert "\n" not in message and "Traceback" not in message
     assert f"no image {official} and could not pull it" in message
@@ -606,6 +610,53 @@ def test_start_and_stop_run_compose_with_argument_lists(
     assert f"{compose} rm --stop --force -v kafka-1 kafka-2 kafka-3" in calls
     with pytest.raises(ClusterNotRunningError):
         db.DockerCluster.attach(client=FakeClient(items))  # type: ignore[arg-type]
+
+
+def test_brokers_run_the_chosen_version_and_replace_containers_of_another(
+    state_dir: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """LAB_KAFKA_VERSION=4.4.0: compose is given apache/kafka:4.4.0 whatever the compose
+    file's default; containers left from a 4.1.2 cluster are recreated with fresh anonymous
+    volumes (a newer data directory is not readable by an older Kafka, nor wanted by a
+    newer one's fresh cluster), and the state file remembers 4.4.0 for other processes."""
+    monkeypatch.setenv("PATH", f"{fake_docker(tmp_path)}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("LAB_KAFKA_VERSION", "4.4.0")
+    # Running: the fake `docker compose up` starts nothing.
+    cluster, items = make_cluster("running", "running", "running", images={"apache/kafka:4.4.0"})
+    for item in items:
+        item.attrs = {"Config": {"Image": f"apache/kafka:{paths.pom_kafka_version()}"}}
+    steps: list[str] = []
+    cluster.on_progress = steps.append
+    monkeypatch.setattr(db.admin, "wait_for_brokers", lambda b, e, timeout: None)
+    monkeypatch.setattr(db.admin, "load_coordinators", lambda bootstrap, timeout: True)
+    monkeypatch.setattr(db, "free_ports", lambda count: [45678])
+    monkeypatch.setattr(db, "require_free", lambda *args, **kwargs: None)
+    monkeypatch.setattr(
+        db,
+        "start_proxy_process",
+        lambda routes, port, root, owner_pid=None: ProxyInfo("127.0.0.1", port, "ev", pid=None),
+    )
+    cluster.start(timeout=5)
+    calls = (tmp_path / "docker-calls").read_text().splitlines()
+    up = [c for c in calls if " up " in c]
+    assert up == [
+        f"compose -p kafka-failure-lab -f {db.COMPOSE_FILE} up -d --renew-anon-volumes "
+        "kafka-1 kafka-2 kafka-3"
+    ]
+    images = (tmp_path / "docker-images").read_text().splitlines()
+    assert images[calls.index(up[0])] == "apache/kafka:4.4.0"
+    assert any("run apache/kafka:4.1.2: replacing them, with empty data" in s for s in steps)
+    monkeypatch.delenv("LAB_KAFKA_VERSION")
+    again = db.DockerCluster.attach(client=FakeClient(items))  # type: ignore[arg-type]
+    assert again.kafka_version == "4.4.0" and again.kafka_image == "apache/kafka:4.4.0"
+    # Containers of the same image are taken over with their data, as before.
+    cluster.stop()
+    fresh, items = make_cluster("running", "running", "running")
+    for item in items:
+        item.attrs = {"Config": {"Image": f"apache/kafka:{paths.pom_kafka_version()}"}}
+    fresh.start(timeout=5)
+    last_up = [c for c in (tmp_path / "docker-calls").read_text().splitlines() if " up " in c]
+    assert last_up[-1].endswith(" up -d kafka-1 kafka-2 kafka-3")
 
 
 # ---- the Kafka stand-in (containers/kafka) against the compose file --------------------------

@@ -8,7 +8,7 @@ from engine import java_roles, paths
 def test_the_java_roles_pin_the_clusters_kafka_version():
     pinned = re.search(r"<kafka\.version>([^<]+)<", java_roles.JAVA_POM.read_text())
     assert pinned is not None
-    assert pinned.group(1) == paths.kafka_version()
+    assert pinned.group(1) == paths.pom_kafka_version()
 
 
 def test_an_edited_source_asks_for_a_new_build(tmp_path, monkeypatch):
