@@ -48,7 +48,7 @@ def counts_in_the_repository() -> dict[str, int]:
         "lessons": len(list_lessons()),
         "levels": len(LEVELS),
         "pages": app.count("st.Page("),
-        "sections": len(re.findall(r'^        "[^"]+": \[$', app, re.MULTILINE)),
+        "sections": len(re.findall(r'^ +"[^"]+": \[$', app, re.MULTILINE)),
     }
 
 
