@@ -145,6 +145,11 @@ class LevelSnapshot:
     started_at: float | None = None
     last_t: float | None = None
 
+    @property
+    def seen_again(self) -> int:
+        """Copies the sink saw beyond each id's first: what a lost ack or a woken zombie adds."""
+        return self.seen - self.seen_ids
+
     def since_start(self, t: float) -> float | None:
         """Seconds since the level started, as the finished run's timeline counts them."""
         return None if self.started_at is None else t - self.started_at

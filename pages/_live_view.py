@@ -41,12 +41,25 @@ COUNTERS: dict[str, list[tuple[str, str, str]]] = {
         ("outputs", "Outputs written", "output_acked events of every processor instance"),
         ("seen", "Seen by the sink", "consumed events of the sink, copies included"),
     ],
-    # Free play: the level's own producer writes the stream the processor reads.
+    # Free play: the level's own producer writes the stream the processor reads. A viewer's
+    # lanes carry every row of the presenter's table (pages/free_play.py, COUNT_ROWS).
     "stream": [
         ("sent", "Sent", "send events of the stream's producer"),
         ("acked", "Acked", "ack events: the broker acknowledged the write"),
+        ("failed", "Failed", "fail events: the producer's client library gave up on the id"),
+        (
+            "read",
+            "Reads by the processor",
+            "consumed events of every processor instance; a "
+            "batch read again after an abort or a restart counts again",
+        ),
         ("outputs", "Outputs written", "output_acked events of every processor instance"),
         ("seen", "Seen by the sink", "consumed events of the sink, copies included"),
+        (
+            "seen_again",
+            "Seen more than once",
+            "copies beyond the first: the sink's consumed events minus the distinct ids it saw",
+        ),
     ],
 }
 
@@ -109,8 +122,9 @@ class LiveView:
             return
         st.caption(stage or "running")
         counters = COUNTERS[self.pipeline]
-        for row in (counters[:2], counters[2:]):
-            for cell, (field, label, helptext) in zip(st.columns(2), row, strict=True):
+        for first in range(0, len(counters), 2):  # two a row; an odd last one alone
+            row = counters[first : first + 2]
+            for cell, (field, label, helptext) in zip(st.columns(2), row, strict=False):
                 cell.metric(label, getattr(snapshot, field), help=helptext)
         if not snapshot.faults:
             st.markdown("*No fault has fired yet.*")

@@ -29,7 +29,7 @@ from engine.freeplay import (
 from engine.levels import CORE_LEVELS, LEVELS
 from engine.live import LevelSnapshot, RunWatch
 from pages._follow import Broadcast, follow_panel, proxy_start, room_feed
-from pages._live_view import LiveView
+from pages._live_view import COUNTERS, LiveView
 from pages._presenter import presenter_on
 from pages._roles import is_presenter, require_presenter
 from pages._run_view import render_run, scroll_to_key
@@ -39,18 +39,6 @@ require_app()
 
 SESSION, WATCH = "free_play", "free_play_watch"
 REFRESH_S = 0.5
-# (table row, how to read it from a snapshot, what it counts)
-COUNT_ROWS = [
-    ("Sent by the producer", lambda s: s.sent),
-    ("Acknowledged", lambda s: s.acked),
-    ("Failed (producer gave up)", lambda s: s.failed),
-    # Reads and sightings are events, not ids: a batch read again after an abort or a restart
-    # counts again, so these may exceed what was sent, and the labels say so.
-    ("Reads by the processor (a re-read counts again)", lambda s: s.read),
-    ("Outputs written", lambda s: s.outputs),
-    ("Seen by the sink (copies included)", lambda s: s.seen),
-    ("Seen more than once (copies beyond the first)", lambda s: s.seen - s.seen_ids),
-]
 
 st.title("Free play")
 st.markdown(
@@ -188,10 +176,12 @@ if cluster is None:
 
 
 def counts_table(snapshots: list[LevelSnapshot]) -> pd.DataFrame:
-    """The levels side by side, one row per counter, read from the history so far."""
+    """The levels side by side, one row per counter, read from the history so far: the same
+    counters as the lanes (every viewer's too), COUNTERS["stream"]."""
+    counters = COUNTERS["stream"]
     return pd.DataFrame(
-        {s.level: [read(s) for _, read in COUNT_ROWS] for s in snapshots},
-        index=[label for label, _ in COUNT_ROWS],
+        {s.level: [getattr(s, field) for field, _, _ in counters] for s in snapshots},
+        index=[label for _, label, _ in counters],
     )
 
 
@@ -261,6 +251,11 @@ def draw_live_panel(live: FreePlay, watch: RunWatch) -> None:
     table, notices = st.columns([3, 2])
     if snapshots:
         table.table(counts_table(snapshots))
+        # Reads and sightings are events, not ids, so they may exceed what was sent.
+        table.caption(
+            "Reads and sightings count events, not ids: a batch read again after an abort or a "
+            "restart counts again. Seen more than once: the copies beyond each id's first."
+        )
     if live.notices:
         notices.markdown("\n".join(f"- {n.text}" for n in live.notices[-7:]))
     LiveView(st.container(), list(live.settings.levels), "stream").draw(snapshots, live.stage)

@@ -108,7 +108,7 @@ def test_free_play_strikes_each_fault_and_the_counts_change(tab, dashboard):
     limit.get_by_role("slider").press("End")
     expect(limit.get_by_role("slider")).to_have_value("300")
     tab.get_by_role("button", name="▶ Start free play").click()
-    sent = wait_for_counts(tab, "Sent by the producer", lambda c: min(c.values()) >= 10)
+    sent = wait_for_counts(tab, "Sent", lambda c: min(c.values()) >= 10)
 
     # 1 node: the leader cannot be killed, and the page says why.
     expect(tab.get_by_role("button", name="🔌 Kill the partition leader")).to_be_disabled()
@@ -116,7 +116,7 @@ def test_free_play_strikes_each_fault_and_the_counts_change(tab, dashboard):
 
     strike(tab, "📉 Drop the next ack", "ack of the Produce request with correlation id")
     # At-most-once does not retry: its producer reports the stored write as failed.
-    wait_for_counts(tab, "Failed (producer gave up)", lambda c: c["at-most-once"] == 1)
+    wait_for_counts(tab, "Failed", lambda c: c["at-most-once"] == 1)
 
     outputs = counts(tab, "Outputs written")
     strike(tab, "💀 Kill the processor", "processor killed (SIGKILL)")
@@ -128,7 +128,7 @@ def test_free_play_strikes_each_fault_and_the_counts_change(tab, dashboard):
     seen = counts(tab, "Seen by the sink")
     strike(tab, "☀️ Wake it", "processor 2 woke (SIGCONT)")
     wait_for_counts(tab, "Seen by the sink", grew(seen, 5))
-    wait_for_counts(tab, "Sent by the producer", grew(sent, 20))
+    wait_for_counts(tab, "Sent", grew(sent, 20))
     tab.screenshot(path=str(ARTIFACTS / "free-play.png"))
 
     tab.get_by_role("button", name="⏹ Stop").click()
