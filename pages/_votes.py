@@ -14,8 +14,9 @@ from pathlib import Path
 
 import streamlit as st
 
+from engine import record
 from engine.errors import LabError
-from engine.lesson import Lesson, Step, judge_prediction, list_lessons, load_lesson
+from engine.lesson import Condition, Lesson, Step, judge_prediction, list_lessons, load_lesson
 from engine.scenario import ScenarioError, count_of, list_scenarios, load_scenario
 from engine.vote import RoomVotes, StepVote, Tally, VoteError, votes_text
 from pages._follow import ended, ended_run, room_feed, watch_run
@@ -162,6 +163,7 @@ def viewer_lesson() -> None:
         return
     st.subheader("3 · Explain")
     explain(step, vote.prediction, run["result"]["results"], vote)
+    runs_side_by_side(step, vote.runs)
     with st.expander("The scenario's story"):
         st.markdown(scenario.story)
         render_sources(scenario.sources)
@@ -201,3 +203,41 @@ def explain(step: Step, prediction: str | None, results: dict, vote: StepVote | 
         with st.expander("What this step usually shows (not this run)"):
             st.markdown(step.explanation(results))
     render_sources(step.sources)
+
+
+def deciding_counts(step: Step) -> list[Condition]:
+    """The counts the step's options are decided on, each once, in the file's order."""
+    seen: dict[tuple[str, str], Condition] = {}
+    for option in step.options:
+        for condition in option.when:
+            seen.setdefault((condition.level, condition.field), condition)
+    return list(seen.values())
+
+
+@st.cache_resource(max_entries=32)
+def _ended_result(run_id: str) -> dict:
+    return record.load_result(run_id)
+
+
+def runs_side_by_side(step: Step, runs: list[str]) -> None:
+    """Every run of the step, first to last, each with the option it showed and the counts
+    that decide it: "run this step again" puts the new run beside the earlier ones."""
+    done = [r for r in runs if ended(r)]
+    if len(done) < 2:
+        return
+    st.subheader("The step's runs side by side")
+    counts = deciding_counts(step)
+    for number, (column, run_id) in enumerate(zip(st.columns(len(done)), done, strict=True), 1):
+        with column:
+            st.markdown(f"**Run {number}**" + (" (the latest)" if number == len(done) else ""))
+            st.caption(f"Run `{run_id}`")
+            try:
+                results = _ended_result(run_id)["results"]
+            except LabError as exc:
+                show_error(exc)
+                continue
+            shown = step.outcome(results)
+            st.markdown(f"Shows “{shown.text}”" if shown else "Matches none of the options")
+            for condition in counts:
+                value = count_of(results.get(condition.level, {}), condition.field)
+                st.metric(condition.label(), "n/a" if value is None else value)

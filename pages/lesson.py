@@ -10,7 +10,7 @@ import streamlit as st
 
 from engine import record
 from engine.errors import LabError
-from engine.lesson import LessonProgress, Step, list_lessons, load_lesson
+from engine.lesson import LessonProgress, list_lessons, load_lesson
 from engine.scenario import ScenarioError, list_scenarios, load_scenario
 from engine.teaching import FIRST_LESSON, lesson_nodes, scenario_nodes
 from engine.vote import Ballot, save_vote
@@ -26,7 +26,13 @@ from pages._shared import (
 )
 from pages._sources import render_sources
 from pages._teacher import lesson_cluster
-from pages._votes import explain, presenter_tally, room_votes, viewer_lesson
+from pages._votes import (
+    explain,
+    presenter_tally,
+    room_votes,
+    runs_side_by_side,
+    viewer_lesson,
+)
 
 require_app()
 
@@ -55,15 +61,6 @@ def scroll_to(anchor: str) -> None:
         "else if (tries++ < 40) { setTimeout(go, 50); } }; go();</script>",
         unsafe_allow_javascript=True,
     )
-
-
-def earlier_outcome(step: Step, run_id: str, number: int) -> str:
-    """One earlier run of the step in a few words: what it showed, from its own counts."""
-    try:
-        shown = step.outcome(record.load_run(run_id)["result"]["results"])
-    except LabError:
-        return f"run {number} could not be read"
-    return f"run {number} showed “{shown.text}”" if shown else f"run {number} matched no option"
 
 
 def cluster_fits(service: ClusterService, nodes: int) -> bool:
@@ -240,7 +237,7 @@ if here.locked:
         label,
         type="secondary" if again else "primary",
         help="Runs the scenario once more; the new run's verdict replaces this one's, and "
-        "the earlier runs stay listed below it."
+        "every run of the step is shown side by side below it."
         if again
         else None,
     ):
@@ -268,14 +265,7 @@ if here.runs:
     if st.session_state.pop(f"{widget}-scroll", False):
         scroll_to("explain")
     explain(step, here.vote, results, room.step(ballot.key) if in_a_room else None)
-    if len(here.runs) > 1:
-        st.caption(
-            "Earlier runs of this step: "
-            + "; ".join(
-                earlier_outcome(step, run_id, number)
-                for number, run_id in enumerate(here.runs[:-1], 1)
-            )
-        )
+    runs_side_by_side(step, here.runs)
     with st.expander("The scenario's story"):
         st.markdown(scenario.story)
         render_sources(scenario.sources)

@@ -238,6 +238,15 @@ def test_the_room_votes_on_a_lesson_step_and_sees_the_outcome_only_after_the_loc
             expect(tab.get_by_text("The retry looked like a new batch")).to_be_visible()
         third.screenshot(path=str(ARTIFACTS / "viewer-vote-explained-1080.png"))
 
+        # Run it again: both runs side by side, with the counts the options are decided on.
+        presenter.get_by_role("button", name="▶ Run this step again").click()
+        for tab in [presenter, *(t for _, t in viewers)]:
+            side = tab.get_by_role("heading", name="The step's runs side by side")
+            expect(side).to_be_visible(timeout=240_000)
+            expect(tab.get_by_text("Run 2 (the latest)")).to_be_visible()
+            cards = tab.locator("[data-testid='stMetric']", has_text="Duplicates at at-least-once")
+            expect(cards).to_have_count(3)  # the verdict's, and one per run beside it
+
         # A viewer that picks another page stops following; the sidebar's button brings it
         # back to the presenter's page.
         first.get_by_role("link", name="Log views").click()
