@@ -25,7 +25,17 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from engine import paths
 from engine.checker import LevelCounts
 from engine.errors import LabError
-from engine.scenario import EXPECTATION, Source, count_of, list_scenarios, meets
+from engine.scenario import (
+    EXPECTATION,
+    OnJava,
+    Scenario,
+    Source,
+    count_of,
+    list_scenarios,
+    load_scenario,
+    meets,
+    with_client,
+)
 
 
 class LessonError(LabError):
@@ -168,6 +178,44 @@ def outcome_of(option: Option, base: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def fill_counts(text: str, results: dict[str, Any]) -> str:
+    """`text` with its `{level.field}` counts taken from the run."""
+
+    def count(match: re.Match[str]) -> str:
+        value = results.get(match[1], {}).get(match[2])
+        return "n/a (not recorded in this run)" if value is None else str(value)
+
+    return PLACEHOLDER.sub(count, text)
+
+
+def check_placeholders(text: str, what: str) -> None:
+    for level, name in PLACEHOLDER.findall(text):
+        if name not in count_fields():
+            raise ValueError(f"{what} cites '{{{level}.{name}}}', not a count")
+
+
+class WhatIf(BaseModel):
+    """The step run another way the scenario allows, beside the room's run: the contrast a
+    class asks for ("and on the Java client?"). The page offers it after the verdict."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    label: str = Field(min_length=1)  # "What if {label}?", e.g. "the producer were Java's"
+    client: str = "java"  # the producer client the what-if run uses (engine.java_client)
+    # Its own explanation, `{level.field}` counts filled from the what-if run; unset, the
+    # scenario's on_java note (what that file says the Java producer does).
+    explain: str | None = None
+    claims: list[Condition] = Field(default_factory=list)  # checked on the what-if run
+    sources: list[Source] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _cites_counts(self) -> WhatIf:
+        check_placeholders(self.explain or "", "the what-if's explanation")
+        return self
+
+    def contradicted(self, results: dict[str, Any]) -> list[Condition]:
+        return [c for c in self.claims if c.holds(results) is not True]
+
+
 class Step(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     scenario: str
@@ -182,6 +230,7 @@ class Step(BaseModel):
     claims: list[Condition] = Field(default_factory=list)
     # Where the explanation's claims come from, shown as footnotes under it.
     sources: list[Source] = Field(default_factory=list)
+    what_if: WhatIf | None = None
 
     @model_validator(mode="after")
     def _options_decide(self) -> Step:
@@ -201,10 +250,38 @@ class Step(BaseModel):
                         f"options '{a.text}' and '{b.text}' both hold when {shared}: "
                         "make their conditions exclusive"
                     )
-        for level, name in PLACEHOLDER.findall(self.explain):
-            if name not in count_fields():
-                raise ValueError(f"the explanation cites '{{{level}.{name}}}', not a count")
+        check_placeholders(self.explain, "the explanation")
+        if self.what_if is not None:
+            self.what_if_scenario()  # refused now, not in front of the room
         return self
+
+    def what_if_scenario(self) -> Scenario:
+        """The step's scenario as its what-if runs it; ValueError if it cannot run so."""
+        assert self.what_if is not None
+        try:
+            scenario = load_scenario(list_scenarios()[self.scenario])
+            changed = with_client(scenario, self.what_if.client)
+        except LabError as exc:
+            raise ValueError(f"the what-if cannot run: {exc}") from None
+        if self.what_if.explain is None and scenario.on_java is None:
+            raise ValueError(
+                "the what-if has no explanation, and its scenario no on_java note to show"
+            )
+        return changed
+
+    def what_if_note(self) -> OnJava | None:
+        """The scenario file's on_java (its note and sources), which a what-if without its
+        own explanation shows (the Java run's scenario no longer carries it)."""
+        return load_scenario(list_scenarios()[self.scenario]).on_java
+
+    def what_if_explanation(self, results: dict[str, Any]) -> str:
+        """The what-if's explanation, its counts from the what-if run."""
+        assert self.what_if is not None
+        note = self.what_if.explain
+        if note is None:
+            java = self.what_if_note()
+            note = java.note if java is not None else ""
+        return fill_counts(note, results)
 
     @property
     def expected(self) -> Option:
@@ -223,12 +300,7 @@ class Step(BaseModel):
 
     def explanation(self, results: dict[str, Any]) -> str:
         """The explanation with its `{level.field}` counts taken from the run."""
-
-        def count(match: re.Match[str]) -> str:
-            value = results.get(match[1], {}).get(match[2])
-            return "n/a (not recorded in this run)" if value is None else str(value)
-
-        return PLACEHOLDER.sub(count, self.explain)
+        return fill_counts(self.explain, results)
 
     def cited(self) -> list[Condition]:
         """Every count the explanation cites, to show beside it."""
@@ -285,6 +357,12 @@ class StepProgress:
     vote: str | None = None
     locked: bool = False
     runs: list[str] = field(default_factory=list)
+    what_ifs: dict[str, str] = field(default_factory=dict)  # run id -> its what-if's label
+
+    @property
+    def plain_runs(self) -> list[str]:
+        """The runs of the step as the file has it (not its what-ifs), first to last."""
+        return [r for r in self.runs if r not in self.what_ifs]
 
 
 @dataclass

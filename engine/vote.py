@@ -93,6 +93,7 @@ class StepVote:
     locked: bool = False
     prediction: str | None = None  # the room's prediction as the presenter locked it
     runs: list[str] = field(default_factory=list)  # the step's runs, newest last
+    what_ifs: dict[str, str] = field(default_factory=dict)  # run id -> its what-if's label
     _votes: dict[str, str] = field(default_factory=dict)  # voter (session id) -> option
 
     def cast(self, voter: str, option: str | None) -> None:
@@ -105,6 +106,10 @@ class StepVote:
         if option not in self.ballot.options:
             raise VoteError(f"“{option}” is not one of this step's options.")
         self._votes[voter] = option
+
+    @property
+    def plain_runs(self) -> list[str]:
+        return [r for r in self.runs if r not in self.what_ifs]
 
     def vote_of(self, voter: str) -> str | None:
         return self._votes.get(voter)
@@ -168,9 +173,12 @@ class RoomVotes:
             self.version += 1
             return vote.tally()
 
-    def ran(self, key: tuple[str, int], run_id: str) -> None:
+    def ran(self, key: tuple[str, int], run_id: str, what_if: str | None = None) -> None:
+        """A run of the step began (`what_if`: the label of the what-if it runs)."""
         with self._lock:
             self._steps[key].runs.append(run_id)
+            if what_if is not None:
+                self._steps[key].what_ifs[run_id] = what_if
             self.version += 1
 
 

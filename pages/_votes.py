@@ -144,30 +144,48 @@ def viewer_lesson() -> None:
     if not vote.runs:
         st.info("The presenter runs the step next; it shows here as it happens.")
         return
-    run_id = vote.runs[-1]
-    feed_version, broadcast = room_feed().snapshot()
-    if not ended(run_id) or (
-        broadcast is not None
-        and broadcast.run_id == run_id
-        and not room_feed().result_ready(broadcast)
-    ):
-        if broadcast is not None and broadcast.run_id == run_id:
-            watch_run(feed_version, broadcast)
-        else:
-            st.info("The run is starting.")
+    latest = vote.runs[-1]
+    if not _drawable(latest):  # the latest run is going on: its lanes, live
+        if latest in vote.what_ifs:
+            st.markdown(f"#### What if {vote.what_ifs[latest]}? Running now")
+        _follow_live(latest)
+        if latest not in vote.what_ifs or not vote.plain_runs:
+            return
+    main = vote.plain_runs[-1] if vote.plain_runs else None
+    if main is None or not _drawable(main):
         return
     try:
-        run = ended_run(run_id)
+        run = ended_run(main)
     except LabError as exc:
         show_error(exc)
         return
     st.subheader("3 · Explain")
     explain(step, vote.prediction, run["result"]["results"], vote)
-    runs_side_by_side(step, vote.runs)
+    runs_side_by_side(step, [r for r in vote.runs if _drawable(r)], vote.what_ifs)
+    what_if_block(step, [r for r in vote.runs if _drawable(r)], vote.what_ifs)
     with st.expander("The scenario's story"):
         st.markdown(scenario.story)
         render_sources(scenario.sources)
     render_run(run, presenter=True)
+
+
+def _drawable(run_id: str) -> bool:
+    """Whether a viewer draws the run's result now: it has ended and, while the room's feed
+    holds it, the feed says the result is ready (after the presenter's page has drawn it)."""
+    if not ended(run_id):
+        return False
+    _, broadcast = room_feed().snapshot()
+    if broadcast is not None and broadcast.run_id == run_id:
+        return room_feed().result_ready(broadcast)
+    return True
+
+
+def _follow_live(run_id: str) -> None:
+    feed_version, broadcast = room_feed().snapshot()
+    if broadcast is not None and broadcast.run_id == run_id:
+        watch_run(feed_version, broadcast)
+    else:
+        st.info("The run is starting.")
 
 
 def explain(step: Step, prediction: str | None, results: dict, vote: StepVote | None) -> None:
@@ -219,9 +237,9 @@ def _ended_result(run_id: str) -> dict:
     return record.load_result(run_id)
 
 
-def runs_side_by_side(step: Step, runs: list[str]) -> None:
+def runs_side_by_side(step: Step, runs: list[str], what_ifs: dict[str, str]) -> None:
     """Every run of the step, first to last, each with the option it showed and the counts
-    that decide it: "run this step again" puts the new run beside the earlier ones."""
+    that decide it: "run this step again" and a what-if put the new run beside the others."""
     done = [r for r in runs if ended(r)]
     if len(done) < 2:
         return
@@ -229,7 +247,10 @@ def runs_side_by_side(step: Step, runs: list[str]) -> None:
     counts = deciding_counts(step)
     for number, (column, run_id) in enumerate(zip(st.columns(len(done)), done, strict=True), 1):
         with column:
-            st.markdown(f"**Run {number}**" + (" (the latest)" if number == len(done) else ""))
+            title = f"Run {number}" + (" (the latest)" if number == len(done) else "")
+            if run_id in what_ifs:
+                title += f": what if {what_ifs[run_id]}"
+            st.markdown(f"**{title}**")
             st.caption(f"Run `{run_id}`")
             try:
                 results = _ended_result(run_id)["results"]
@@ -241,3 +262,44 @@ def runs_side_by_side(step: Step, runs: list[str]) -> None:
             for condition in counts:
                 value = count_of(results.get(condition.level, {}), condition.field)
                 st.metric(condition.label(), "n/a" if value is None else value)
+
+
+def what_if_block(step: Step, runs: list[str], what_ifs: dict[str, str]) -> None:
+    """The latest what-if run's own explanation, its claims checked on that run."""
+    done = [r for r in runs if r in what_ifs and ended(r)]
+    if step.what_if is None or not done:
+        return
+    run_id = done[-1]
+    try:
+        results = _ended_result(run_id)["results"]
+    except LabError as exc:
+        show_error(exc)
+        return
+    shown = step.outcome(results)
+    st.subheader(f"What if {step.what_if.label}?")
+    st.markdown(
+        f"**Run `{run_id}` shows “{shown.text}”.**"
+        if shown
+        else f"**Run `{run_id}` matches none of the options.**"
+    )
+    broken = step.what_if.contradicted(results)
+    if broken:
+        st.warning(
+            "This run did not show what the what-if's explanation describes ("
+            + "; ".join(
+                f"{c.label().lower()} is {count_of(results.get(c.level, {}), c.field)}, "
+                f"the explanation needs {c.describe()}"
+                for c in broken
+            )
+            + "); the counts above are what Kafka really holds."
+        )
+        with st.expander("What this what-if usually shows (not this run)"):
+            st.markdown(step.what_if_explanation(results))
+    else:
+        st.markdown(step.what_if_explanation(results))
+    render_sources(step.what_if.sources or _what_if_sources(step))
+
+
+def _what_if_sources(step: Step) -> list:
+    note = step.what_if_note()
+    return list(note.sources) if note else []

@@ -32,6 +32,7 @@ from pages._votes import (
     room_votes,
     runs_side_by_side,
     viewer_lesson,
+    what_if_block,
 )
 
 require_app()
@@ -231,9 +232,10 @@ if here.locked:
     service = cluster_service()
     if not here.runs and not cluster_fits(service, scenario.nodes):
         st.stop()  # the step says what it needs and offers the restart; Run comes after it
-    again = bool(here.runs)
+    again = bool(here.plain_runs)
     label = "▶ Run this step again" if again else "▶ Run the scenario"
-    if (not again or cluster_fits(service, scenario.nodes)) and st.button(
+    run_column, what_if_column = st.columns(2)
+    if (not again or cluster_fits(service, scenario.nodes)) and run_column.button(
         label,
         type="secondary" if again else "primary",
         help="Runs the scenario once more; the new run's verdict replaces this one's, and "
@@ -253,10 +255,30 @@ if here.locked:
                 save_vote(output["run_id"], room.step(ballot.key))
             st.session_state[f"{widget}-scroll"] = True  # once, right after the run
             st.rerun()
+    what_if = step.what_if
+    if (
+        what_if is not None
+        and again
+        and what_if_column.button(
+            f"🔀 What if {what_if.label}?",
+            help="Runs the step that way, beside the room's run, with its own explanation. "
+            "The room's vote stays with the room's run.",
+        )
+    ):
+        output = run_live(
+            service,
+            step.what_if_scenario(),
+            scenario.levels,
+            started=lambda run_id: room.ran(ballot.key, run_id, what_if.label),
+        )
+        if output is not None:
+            here.runs.append(output["run_id"])
+            here.what_ifs[output["run_id"]] = what_if.label
+            st.rerun()
 
-if here.runs:
+if here.plain_runs:
     try:
-        run = record.load_run(here.runs[-1])
+        run = record.load_run(here.plain_runs[-1])
     except LabError as exc:
         show_error(exc)
         st.stop()
@@ -265,7 +287,8 @@ if here.runs:
     if st.session_state.pop(f"{widget}-scroll", False):
         scroll_to("explain")
     explain(step, here.vote, results, room.step(ballot.key) if in_a_room else None)
-    runs_side_by_side(step, here.runs)
+    runs_side_by_side(step, here.runs, here.what_ifs)
+    what_if_block(step, here.runs, here.what_ifs)
     with st.expander("The scenario's story"):
         st.markdown(scenario.story)
         render_sources(scenario.sources)

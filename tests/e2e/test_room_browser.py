@@ -247,11 +247,25 @@ def test_the_room_votes_on_a_lesson_step_and_sees_the_outcome_only_after_the_loc
             cards = tab.locator("[data-testid='stMetric']", has_text="Duplicates at at-least-once")
             expect(cards).to_have_count(3)  # the verdict's, and one per run beside it
 
+        # What if: the step on the Java client, beside the others, with its own explanation.
+        question = "What if the producer were the Java client?"
+        presenter.get_by_role("button", name=f"🔀 {question}").click()
+        for tab in [presenter, *(t for _, t in viewers)]:
+            expect(tab.get_by_role("heading", name=question)).to_be_visible(timeout=240_000)
+            expect(tab.get_by_text("The same lost ack with the Java producer")).to_be_visible()
+            expect(tab.get_by_text("did not show what the what-if")).to_have_count(0)
+            expect(tab.get_by_text("Run 3 (the latest): what if the producer were")).to_be_visible()
+            cards = tab.locator("[data-testid='stMetric']", has_text="Duplicates at at-least-once")
+            expect(cards).to_have_count(4)
+        presenter.screenshot(path=str(ARTIFACTS / "presenter-what-if-1080.png"), full_page=True)
+
         # A viewer that picks another page stops following; the sidebar's button brings it
         # back to the presenter's page.
         first.get_by_role("link", name="Log views").click()
         expect(first).to_have_url(re.compile(r"/log_views$"))
-        presenter.get_by_role("link", name="Replay").click()  # the tally is kept with the run
+        # The tally is kept with the room's runs (not the what-if's): Replay shows the first.
+        first_run = re.search(r"Run (\d{8}-\d{6}-ack-loss-[0-9a-f]{4})", page_text(presenter))
+        presenter.goto(f"{room}/replay?run={first_run.group(1)}&key={KEY}")
         expect(presenter.get_by_text(said)).to_be_visible(timeout=30_000)
         back = first.get_by_role("button", name="👣 Follow the presenter's page")
         expect(back).to_be_visible(timeout=15_000)

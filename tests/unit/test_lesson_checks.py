@@ -259,3 +259,45 @@ def test_the_fidelity_benchmark_judges_explanations_only_where_a_lesson_runs():
             workload.partitions,
             workload.processing_ms,
         )
+
+
+LOST_OPTIONS = [
+    {"text": "a", "when": [{"level": "at-least-once", "field": "lost", "expect": "0"}]},
+    {"text": "b", "when": [{"level": "at-least-once", "field": "lost", "expect": ">=1"}]},
+]
+
+
+@pytest.mark.parametrize(
+    ("scenario", "what_if", "refusal"),
+    [
+        # The processor pipeline's roles are librdkafka's: no producer client to change.
+        ("consumer-crash", {"label": "Java"}, "the what-if cannot run"),
+        # ack-loss has no on_java note: a what-if there needs its own explanation.
+        ("ack-loss", {"label": "Java"}, "no on_java note"),
+        ("ack-loss", {"label": "Java", "explain": "{exactly-once.dupes}"}, "not a count"),
+        ("ack-loss", {"label": "Java", "explain": ".", "client": "go"}, "the what-if cannot run"),
+    ],
+)
+def test_a_what_if_that_cannot_run_or_explain_is_refused_when_the_file_loads(
+    tmp_path, scenario, what_if, refusal
+):
+    path = lesson_file(tmp_path, LOST_OPTIONS, scenario=scenario, what_if=what_if)
+    with pytest.raises(LessonError, match=refusal):
+        load_lesson(path)
+
+
+def test_a_what_if_runs_its_scenario_on_the_java_client_with_its_own_explanation(tmp_path):
+    step = load_lesson(
+        lesson_file(
+            tmp_path,
+            LOST_OPTIONS,
+            what_if={"label": "Java", "explain": "Duplicates = {at-least-once.duplicates}."},
+        )
+    ).steps[0]
+    assert step.what_if_scenario().client == "java"
+    assert step.what_if_explanation(RESULTS) == "Duplicates = 5."
+    # Without its own explanation, the scenario's on_java note (leader-moves has one).
+    leader_moves = next(s for _, _, s in STEPS if s.scenario == "leader-moves")
+    note = load_scenario(list_scenarios()["leader-moves"]).on_java.note
+    assert leader_moves.what_if_explanation(RESULTS) == note
+    assert leader_moves.what_if.contradicted({"at-least-once": {"lost": 1}})
