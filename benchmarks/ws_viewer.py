@@ -70,6 +70,10 @@ class WsViewer:
     _registering: dict[str, float] = field(default_factory=dict)
     _due: dict[str, float] = field(default_factory=dict)
     _running: bool = True  # a script run is under way (the first starts on connect)
+    # The Lesson page's vote, as the page drew it: the radio's widget id and its options.
+    ballot: tuple[str, tuple[str, ...]] | None = None
+    voted_at: float | None = None  # when this viewer's vote was sent (epoch s)
+    _outbox: list[BackMsg] = field(default_factory=list)
 
     async def run(self, stop: asyncio.Event) -> None:
         stream = self.url.replace("http://", "ws://") + "/_stcore/stream"
@@ -80,12 +84,27 @@ class WsViewer:
         ) as ws:
             await ws.send(self._rerun(page_name=self.page).SerializeToString())
             while not stop.is_set():
+                while self._outbox:
+                    await ws.send(self._outbox.pop(0).SerializeToString())
+                    self.voted_at = time.time()
                 await self._rerun_due_fragments(ws)
                 try:
                     raw = await asyncio.wait_for(ws.recv(), 0.05)
                 except TimeoutError:
                     continue
                 self._read(raw if isinstance(raw, bytes) else raw.encode())
+
+    def vote(self, option: str) -> None:
+        """Vote as a browser does: a rerun carrying the radio's new value (the option's text:
+        Streamlit 1.67's radio is a string_value widget), which runs the radio's callback on
+        the server. Sent by the viewer's own loop."""
+        assert self.ballot is not None, "the page has drawn no vote"
+        widget, options = self.ballot
+        msg = self._rerun()
+        state = msg.rerun_script.widget_states.widgets.add()
+        assert option in options
+        state.id, state.string_value = widget, option
+        self._outbox.append(msg)
 
     def _rerun(self, *, page_name: str = "", fragment_id: str = "", auto: bool = False) -> BackMsg:
         return page_request(page_name, self.page_hash, fragment_id=fragment_id, auto=auto)
@@ -129,7 +148,10 @@ class WsViewer:
         elif kind == "page_not_found":
             self.page_not_found = True
         elif kind == "delta" and msg.delta.WhichOneof("type") == "new_element":
-            body = element_text(msg.delta.new_element)
+            element = msg.delta.new_element
+            if element.WhichOneof("type") == "radio" and element.radio.label == "Your vote":
+                self.ballot = (element.radio.id, tuple(element.radio.options))
+            body = element_text(element)
             if match := RUN_CAPTION.search(body):
                 self.seen.setdefault(match.group(1), time.time())
             for text in self.watch:

@@ -45,6 +45,10 @@ def streamlit_command(address: str, port: int, *, headless: bool = True) -> list
         # many megabytes (200 by default) from any session, a viewer's too, into the server's
         # memory; 0 refuses every non-empty file (413).
         *("--server.maxUploadSize", "0"),
+        # An error no page catches shows its type only: no stack trace (with the server's
+        # paths) on anyone's screen, a viewer's crafted widget value included; the full
+        # traceback stays in the dashboard's log.
+        *("--client.showErrorDetails", "type"),
     ]
 
 

@@ -106,6 +106,7 @@ class Browser:
         self.kinds: list[str] = []  # every ForwardMsg type received, in order
         self.responses: list[ForwardMsg] = []  # backend operation responses
         self.run_on_save: bool | None = None  # as the session's latest status says
+        self.elements: list = []  # every element drawn, in order (cleared by the test)
 
     @classmethod
     async def open(cls, url: str, *, resume: str = "", source: str = "127.0.0.1") -> Browser:
@@ -141,6 +142,13 @@ class Browser:
     async def send(self, msg: BackMsg) -> None:
         await self.ws.send(msg.SerializeToString())
 
+    async def settle(self, timeout: float = 30) -> None:
+        """Read until the script run under way ends (a rerun the last message asked for)."""
+        while True:
+            msg = await self._receive(timeout)
+            if msg.WhichOneof("type") == "script_finished" and msg.script_finished == FULL_RUN:
+                return
+
     async def listen(self, seconds: float) -> None:
         """Read what comes for `seconds`."""
         end = time.monotonic() + seconds
@@ -155,6 +163,8 @@ class Browser:
         msg.ParseFromString(await asyncio.wait_for(self.ws.recv(), timeout))
         kind = msg.WhichOneof("type")
         self.kinds.append(kind)
+        if kind == "delta" and msg.delta.WhichOneof("type") == "new_element":
+            self.elements.append(msg.delta.new_element)
         if kind == "new_session":
             self.session_id = msg.new_session.initialize.session_id
         elif kind == "backend_operation_response":
@@ -344,4 +354,51 @@ async def a_viewer_uploads(room: Room) -> None:
             web.open(upload, timeout=10)
         assert refused.value.code == 413, refused.value.read()
     finally:
+        await viewer.ws.close()
+
+
+def test_a_viewer_votes_its_own_vote_and_nothing_else(room):
+    asyncio.run(a_viewer_votes(room))
+
+
+def vote_message(widget: str, **value: object) -> BackMsg:
+    msg = page_request("lesson")
+    state = msg.rerun_script.widget_states.widgets.add()
+    state.id = widget
+    for field, given in value.items():
+        setattr(state, field, given)
+    return msg
+
+
+async def a_viewer_votes(room: Room) -> None:
+    """On the Lesson page a viewer's radio casts its own vote (issue 62): the presenter's
+    tally counts it; an option the ballot lacks is refused on the viewer's page; a value of
+    the wrong type (a crafted message) shows no stack trace, only the error's type."""
+    presenter = await Browser.open(room.url)
+    viewer = await Browser.open(room.url)
+    try:
+        presenting = await presenter.load("lesson", f"{KEY_PARAM}={KEY}")
+        assert "**The room's vote: 0 votes**" in presenting.texts, presenting.texts
+        await viewer.load("lesson")
+        radio = next(e.radio for e in viewer.elements if e.WhichOneof("type") == "radio")
+        assert radio.label == "Your vote" and list(radio.options) == ["one", "two", "none"]
+
+        await viewer.send(vote_message(radio.id, string_value="two"))
+        await viewer.settle()
+        assert "**The room's vote: 1 vote**" in (await presenter.load("lesson")).texts
+
+        viewer.elements.clear()
+        await viewer.send(vote_message(radio.id, string_value="three"))
+        await viewer.settle()
+        texts = [element_text(e) for e in viewer.elements]
+        assert "“three” is not one of this step's options." in texts, texts
+
+        viewer.elements.clear()
+        await viewer.send(vote_message(radio.id, int_value=1))  # a radio sends strings
+        await viewer.settle()
+        errors = [e.exception for e in viewer.elements if e.WhichOneof("type") == "exception"]
+        assert errors and all(not e.stack_trace for e in errors), errors
+        assert "**The room's vote: 1 vote**" in (await presenter.load("lesson")).texts
+    finally:
+        await presenter.ws.close()
         await viewer.ws.close()
