@@ -10,6 +10,7 @@ import json
 
 import streamlit as st
 
+from engine import paths
 from engine.errors import LabError
 from engine.java_client import CLIENTS, describe
 from engine.level_run import producer_client_settings
@@ -17,10 +18,12 @@ from engine.levels import LEVELS
 from engine.scenario import Scenario, with_client
 from pages._shared import show_error
 
-CLIENT_LABELS = {
-    "librdkafka": "librdkafka (confluent-kafka, Python)",
-    "java": "Java (kafka-clients 4.1.2)",
-}
+
+def client_label(client: str) -> str:
+    """The client as the picker names it: the Java roles are built against the lab's Kafka."""
+    if client == "java":
+        return f"Java (kafka-clients {paths.kafka_version()})"
+    return "librdkafka (confluent-kafka, Python)"
 
 
 def choose_client(scenario: Scenario, levels: list[str], key: str) -> Scenario | None:
@@ -31,7 +34,7 @@ def choose_client(scenario: Scenario, levels: list[str], key: str) -> Scenario |
         "Producer client",
         CLIENTS,
         index=CLIENTS.index(scenario.client),
-        format_func=CLIENT_LABELS.__getitem__,
+        format_func=client_label,
         horizontal=True,
         key=key,
         help="The same scenario, faults and checker, with the producer on either client. "
