@@ -3,7 +3,7 @@
 Any browser may switch it on, a viewer's as well as the presenter's: it changes how a page
 looks, never who may act ("the presenter" is the one browser allowed to act, pages._roles).
 On with the sidebar's button or with `?projector=1` in the address (a link a teacher can keep),
-off with the button floating in the top right corner or `?projector=0`. It hides the sidebar
+off with the button at the top right of the page or `?projector=0`. It hides the sidebar
 and Streamlit's own chrome and enlarges every rem-sized text; the run view then opens on one
 card per level with the numbers its scenario teaches (pages._run_view.render_verdict_cards).
 
@@ -31,9 +31,9 @@ html { font-size: 20px; }
 }
 .stMainBlockContainer { padding-top: 1.2rem !important; max-width: 100% !important; }
 .stMainBlockContainer h1 { font-size: 2rem !important; padding: 0 !important; }
-/* The way out floats in the corner: the first screen is for the run. */
-.st-key-projector_leave { position: fixed; top: 0.4rem; right: 0.8rem; z-index: 999990;
-  width: auto !important; }
+/* The way out sits at the top right, in the page's flow: floating over the page it covered
+   part of a card (issue 62). */
+.st-key-projector_leave { display: flex; justify-content: flex-end; }
 </style>"""
 
 
