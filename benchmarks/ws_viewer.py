@@ -27,7 +27,7 @@ import websockets
 from streamlit.proto.BackMsg_pb2 import BackMsg
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
-RUN_CAPTION = re.compile(r"Run `([^`]+)`")  # pages._run_view.render_run's first line
+RUN_CAPTION = re.compile(r"[Rr]un `([^`]+)`")  # pages._run_view.render_run: "· run `ID`"
 FULL_DONE = ForwardMsg.ScriptFinishedStatus.Value("FINISHED_SUCCESSFULLY")
 
 

@@ -93,7 +93,7 @@ class RoomFeed:
     def presenter_drew(self, run_id: str) -> None:
         """The presenter's page has drawn this run's result: the room may draw it now."""
         with self._lock:
-            self._drawn[run_id] = time.monotonic()
+            self._drawn.setdefault(run_id, time.monotonic())  # the first drawing counts
 
     def has_ended(self, run_id: str) -> bool:
         """Whether the run has recorded its end; read from its record until it has, then

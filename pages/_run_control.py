@@ -200,6 +200,7 @@ def run_live(
     *,
     show: Callable[[str], None] | None = None,
     started: Callable[[str], None] | None = None,
+    caller_draws_result: bool = False,
 ) -> dict[str, Any] | None:
     """Run on the shared cluster and show it live; None (and a message) on error.
 
@@ -207,7 +208,9 @@ def run_live(
     redraws the live view. `show(run_id)` draws the run's results below the status. The
     status says "Done" only after that, in the same script run, so the room never sees
     "Done" over an empty page. `started(run_id)` is called once the room's feed has the run
-    (the Lesson page's vote takes the run then, so its viewers follow it).
+    (the Lesson page's vote takes the run then, so its viewers follow it). With
+    `caller_draws_result`, the caller draws the result after this returns and tells the
+    room's feed when it has (RoomFeed.presenter_drew): the viewers wait for it.
     """
     cluster = service.cluster
     status = None
@@ -249,7 +252,7 @@ def run_live(
                 schedule=schedule,
                 proxy_events=proxy,
                 proxy_offset=proxy_offset,
-                presenter_draws_result=show is not None,
+                presenter_draws_result=show is not None or caller_draws_result,
             )
         )
         if started is not None:
@@ -275,7 +278,8 @@ def run_live(
             else f"Done: run {output['run_id']}"
         )
         status.update(label=done, state="complete", expanded=False)
-        room_feed().presenter_drew(output["run_id"])  # the room draws it now, after this page
+        if not caller_draws_result:
+            room_feed().presenter_drew(output["run_id"])  # the room draws it now, after this page
         return output
     except Exception as exc:
         if status is not None:

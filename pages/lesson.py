@@ -14,6 +14,7 @@ from engine.lesson import LessonProgress, list_lessons, load_lesson
 from engine.scenario import ScenarioError, list_scenarios, load_scenario
 from engine.teaching import FIRST_LESSON, lesson_nodes, scenario_nodes
 from engine.vote import Ballot, save_vote
+from pages._follow import room_feed
 from pages._roles import is_presenter, room_watches
 from pages._run_control import run_live
 from pages._run_view import render_run
@@ -248,6 +249,7 @@ if here.locked:
             scenario,
             scenario.levels,
             started=lambda run_id: room.ran(ballot.key, run_id),
+            caller_draws_result=True,
         )
         if output is not None:
             here.runs.append(output["run_id"])
@@ -270,6 +272,7 @@ if here.locked:
             step.what_if_scenario(),
             scenario.levels,
             started=lambda run_id: room.ran(ballot.key, run_id, what_if.label),
+            caller_draws_result=True,
         )
         if output is not None:
             here.runs.append(output["run_id"])
@@ -294,6 +297,9 @@ if here.plain_runs:
         render_sources(scenario.sources)
     # A lesson is always in front of a room: the verdict cards (the projector view's) come first.
     render_run(run, presenter=True)
+    # Drawn on this screen: the viewers' pages draw it now (pages._follow, AFTER_PRESENTER_S),
+    # not at the same moment as this page, whose verdict is what the room waits for.
+    room_feed().presenter_drew(here.runs[-1])
 
 left, right = st.columns(2)
 if left.button("← Previous step", disabled=index == 0):
