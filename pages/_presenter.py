@@ -31,8 +31,7 @@ html { font-size: 20px; }
 }
 .stMainBlockContainer { padding-top: 1.2rem !important; max-width: 100% !important; }
 .stMainBlockContainer h1 { font-size: 2rem !important; padding: 0 !important; }
-/* The way out sits at the top right, in the page's flow: floating over the page it covered
-   part of a card (issue 62). */
+/* The way out sits at the top right, in the page's flow: floating, it covered a card. */
 .st-key-projector_leave { display: flex; justify-content: flex-end; }
 </style>"""
 
