@@ -1,7 +1,7 @@
 """Viewers follow the presenter: the run in progress, live, then its result, then the next.
 
 The presenter's runs (Failure lab, Lesson, Free play) are announced on a server-wide feed.
-A viewer's page polls the feed from a fragment: twice a second while a run goes on, drawing
+A viewer's page polls the feed from a fragment: once a second while a run goes on, drawing
 the same live lanes the presenter sees from the run's history files (read once for the whole
 room), and every 2 s between runs. When the run ends, or another begins, the whole page is
 drawn again with the result, read once for the room too. Nothing is pushed from the
@@ -32,7 +32,10 @@ from pages._live_view import LiveView
 from pages._run_view import render_run
 from pages._shared import show_error
 
-POLL_S = 0.5  # while the presenter's run goes on
+# While the presenter's run goes on. Each redraw of the live lanes is Python under the one GIL
+# the run also needs: sixty viewers redrawing twice a second held the presenter's verdict back
+# by half (benchmarks/README.md, "A room of 60 on any page").
+POLL_S = 1.0
 IDLE_POLL_S = 2.0  # between runs: only to notice the next one begin
 SHARED_READ_S = 0.25  # the run's files are read at most this often, for all viewers at once
 RESULT_GRACE_S = 3.0  # a result the presenter's page has not drawn by then is shown anyway
