@@ -45,6 +45,7 @@ import re
 import shutil
 import signal
 import statistics
+import subprocess
 import tempfile
 import threading
 import time
@@ -91,6 +92,34 @@ def rss_mb(pid: int) -> float:
         if line.startswith("VmRSS:"):
             return int(line.split()[1]) / 1024
     return 0.0
+
+
+def serve_room(prefix: str) -> tuple[subprocess.Popen, str, str, str]:
+    """The dashboard as `LAB_ADDRESS=0.0.0.0 ./lab dashboard` serves a room, with its own
+    1-node cluster and folders: (server, url, presenter key, state folder)."""
+    key = make_key()
+    state = tempfile.mkdtemp(prefix=prefix)
+    env = {
+        **os.environ,
+        "LAB_STATE_DIR": f"{state}/state",
+        "LAB_RUNS_DIR": f"{state}/runs",
+        "LAB_AUTOSTART": "1",
+        "LAB_SPARK_AUTOSTART": "0",
+        KEY_ENV: key,
+    }
+    server, url = serve_dashboard(env, address="0.0.0.0")
+    return server, url, key, state
+
+
+def stop_room(server: subprocess.Popen, state: str) -> None:
+    """Stop the dashboard and everything under it (Spark's JVM, when Metrics started it)."""
+    left = descendants(server.pid)
+    server.terminate()
+    server.wait(30)
+    for pid in left:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    shutil.rmtree(state, ignore_errors=True)
 
 
 def presenter_run(
@@ -408,17 +437,7 @@ def main() -> None:
     scenarios = tuple(args.scenario or SCENARIOS)
     from playwright.sync_api import sync_playwright
 
-    key = make_key()
-    state = tempfile.mkdtemp(prefix="lab-room-")
-    env = {
-        **os.environ,
-        "LAB_STATE_DIR": f"{state}/state",
-        "LAB_RUNS_DIR": f"{state}/runs",
-        "LAB_AUTOSTART": "1",
-        "LAB_SPARK_AUTOSTART": "0",
-        KEY_ENV: key,
-    }
-    server, url = serve_dashboard(env, address="0.0.0.0")
+    server, url, key, state = serve_room("lab-room-")
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
     results: dict[tuple[str, int], list[float]] = {}
     lags: dict[str, list[float]] = {name: [] for name in scenarios}
@@ -472,13 +491,7 @@ def main() -> None:
             loads.append(os.getloadavg()[0])
             browser.close()
     finally:
-        left = descendants(server.pid)  # Spark's JVM among them, when Metrics started it
-        server.terminate()
-        server.wait(30)
-        for pid in left:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-        shutil.rmtree(state, ignore_errors=True)
+        stop_room(server, state)
 
     print()
     placed = "spread over every page" if args.spread else f"on {args.page}"

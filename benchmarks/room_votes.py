@@ -23,17 +23,12 @@ Also the dashboard process's own CPU seconds per run. Prints Markdown.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
 import shutil
-import signal
 import statistics
-import tempfile
 import time
 
-from benchmarks.room_load import Room, cpu_s, descendants
-from engine.dashboard import serve_dashboard
-from engine.room import KEY_ENV, make_key
+from benchmarks.room_load import Room, cpu_s, serve_room, stop_room
 
 QUESTION = "How many copies of message 2 end up in the topic?"
 OPTIONS = ("one", "two", "none")
@@ -72,17 +67,7 @@ def main() -> None:
     args = parser.parse_args()
     from playwright.sync_api import sync_playwright
 
-    key = make_key()
-    state = tempfile.mkdtemp(prefix="lab-votes-")
-    env = {
-        **os.environ,
-        "LAB_STATE_DIR": f"{state}/state",
-        "LAB_RUNS_DIR": f"{state}/runs",
-        "LAB_AUTOSTART": "1",
-        "LAB_SPARK_AUTOSTART": "0",
-        KEY_ENV: key,
-    }
-    server, url = serve_dashboard(env, address="0.0.0.0")
+    server, url, key, state = serve_room("lab-votes-")
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
     loads = [os.getloadavg()[0]]
     delays: list[float] = []
@@ -146,13 +131,7 @@ def main() -> None:
             loads.append(os.getloadavg()[0])
             browser.close()
     finally:
-        left = descendants(server.pid)
-        server.terminate()
-        server.wait(30)
-        for pid in left:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-        shutil.rmtree(state, ignore_errors=True)
+        stop_room(server, state)
 
     print()
     print(f"Load average (1 min): {loads[0]:.1f} at the start, {loads[-1]:.1f} at the end.")
