@@ -13,6 +13,7 @@ run beside it, so a sentence never states a number its run contradicts.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import re
 from dataclasses import dataclass, field
@@ -216,6 +217,11 @@ class WhatIf(BaseModel):
         return [c for c in self.claims if c.holds(results) is not True]
 
 
+@functools.cache
+def _on_java_of(path: str, mtime_ns: int) -> OnJava | None:
+    return load_scenario(path).on_java
+
+
 class Step(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     scenario: str
@@ -271,8 +277,18 @@ class Step(BaseModel):
 
     def what_if_note(self) -> OnJava | None:
         """The scenario file's on_java (its note and sources), which a what-if without its
-        own explanation shows (the Java run's scenario no longer carries it)."""
-        return load_scenario(list_scenarios()[self.scenario]).on_java
+        own explanation shows (the Java run's scenario no longer carries it). Read once per
+        version of the file: every viewer's page asks for it."""
+        path = list_scenarios()[self.scenario]
+        return _on_java_of(str(path), path.stat().st_mtime_ns)
+
+    def what_if_sources(self) -> list[Source]:
+        """The what-if's own sources, or else its scenario's on_java sources."""
+        assert self.what_if is not None
+        if self.what_if.sources:
+            return list(self.what_if.sources)
+        note = self.what_if_note()
+        return list(note.sources) if note is not None else []
 
     def what_if_explanation(self, results: dict[str, Any]) -> str:
         """The what-if's explanation, its counts from the what-if run."""

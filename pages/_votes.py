@@ -161,8 +161,9 @@ def viewer_lesson() -> None:
         return
     st.subheader("3 · Explain")
     explain(step, vote.prediction, run["result"]["results"], vote)
-    runs_side_by_side(step, [r for r in vote.runs if _drawable(r)], vote.what_ifs)
-    what_if_block(step, [r for r in vote.runs if _drawable(r)], vote.what_ifs)
+    drawable = [r for r in vote.runs if _drawable(r)]
+    runs_side_by_side(step, drawable, vote.what_ifs)
+    what_if_block(step, drawable, vote.what_ifs)
     with st.expander("The scenario's story"):
         st.markdown(scenario.story)
         render_sources(scenario.sources)
@@ -210,17 +211,22 @@ def explain(step: Step, prediction: str | None, results: dict, vote: StepVote | 
         st.markdown(step.explanation(results))
     else:
         st.warning(
-            "This run did not show what the explanation describes ("
-            + "; ".join(
-                f"{c.label().lower()} is {count_of(results.get(c.level, {}), c.field)}, "
-                f"the explanation needs {c.describe()}"
-                for c in broken
-            )
-            + "). The counts below are what Kafka really holds; run the step again to compare."
+            f"This run did not show what the explanation describes ({broken_words(broken, results)}"
+            "). The counts below are what Kafka really holds; run the step again to compare."
         )
         with st.expander("What this step usually shows (not this run)"):
             st.markdown(step.explanation(results))
     render_sources(step.sources)
+
+
+def broken_words(broken: list[Condition], results: dict) -> str:
+    """Each broken condition with the run's count: "lost at at-least-once is 1, the
+    explanation needs 0"."""
+    return "; ".join(
+        f"{c.label().lower()} is {count_of(results.get(c.level, {}), c.field)}, "
+        f"the explanation needs {c.describe()}"
+        for c in broken
+    )
 
 
 def deciding_counts(step: Step) -> list[Condition]:
@@ -285,21 +291,11 @@ def what_if_block(step: Step, runs: list[str], what_ifs: dict[str, str]) -> None
     broken = step.what_if.contradicted(results)
     if broken:
         st.warning(
-            "This run did not show what the what-if's explanation describes ("
-            + "; ".join(
-                f"{c.label().lower()} is {count_of(results.get(c.level, {}), c.field)}, "
-                f"the explanation needs {c.describe()}"
-                for c in broken
-            )
-            + "); the counts above are what Kafka really holds."
+            "This run did not show what the what-if's explanation describes "
+            f"({broken_words(broken, results)}); the counts above are what Kafka really holds."
         )
         with st.expander("What this what-if usually shows (not this run)"):
             st.markdown(step.what_if_explanation(results))
     else:
         st.markdown(step.what_if_explanation(results))
-    render_sources(step.what_if.sources or _what_if_sources(step))
-
-
-def _what_if_sources(step: Step) -> list:
-    note = step.what_if_note()
-    return list(note.sources) if note else []
+    render_sources(step.what_if_sources())
