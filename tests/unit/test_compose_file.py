@@ -578,22 +578,27 @@ def test_restart_starts_the_container_and_waits_on_the_node_itself(
     assert waited == [("127.0.0.1:29191", {1}), (cluster.proxied_bootstrap, {1})]
 
 
-def test_start_and_stop_run_compose_with_argument_lists(
-    state_dir: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
-    monkeypatch.setenv("PATH", f"{fake_docker(tmp_path)}{os.pathsep}{os.environ['PATH']}")
-    cluster, items = make_cluster("running", "paused", "running")
+def no_brokers_to_wait_for(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The fake `docker compose` starts nothing: no broker to wait for, no proxy process, and
+    proxy port 45678. The fixed proxy ports may be taken on this machine (a real compose
+    stack): not these tests' concern, which is the compose command lines."""
     monkeypatch.setattr(db.admin, "wait_for_brokers", lambda b, e, timeout: None)
     monkeypatch.setattr(db.admin, "load_coordinators", lambda bootstrap, timeout: True)
     monkeypatch.setattr(db, "free_ports", lambda count: [45678])
-    # The fixed proxy ports may be taken on this machine (a real compose stack): not this
-    # test's concern, which is the compose command lines.
     monkeypatch.setattr(db, "require_free", lambda *args, **kwargs: None)
     monkeypatch.setattr(
         db,
         "start_proxy_process",
         lambda routes, port, root, owner_pid=None: ProxyInfo("127.0.0.1", port, "ev", pid=None),
     )
+
+
+def test_start_and_stop_run_compose_with_argument_lists(
+    state_dir: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("PATH", f"{fake_docker(tmp_path)}{os.pathsep}{os.environ['PATH']}")
+    cluster, items = make_cluster("running", "paused", "running")
+    no_brokers_to_wait_for(monkeypatch)
     cluster.start(timeout=5)
     assert items[1].status == "running", "start thaws a node an earlier session left paused"
     assert db.DockerCluster.exists()
@@ -627,15 +632,7 @@ def test_brokers_run_the_chosen_version_and_replace_containers_of_another(
         item.attrs = {"Config": {"Image": f"apache/kafka:{paths.pom_kafka_version()}"}}
     steps: list[str] = []
     cluster.on_progress = steps.append
-    monkeypatch.setattr(db.admin, "wait_for_brokers", lambda b, e, timeout: None)
-    monkeypatch.setattr(db.admin, "load_coordinators", lambda bootstrap, timeout: True)
-    monkeypatch.setattr(db, "free_ports", lambda count: [45678])
-    monkeypatch.setattr(db, "require_free", lambda *args, **kwargs: None)
-    monkeypatch.setattr(
-        db,
-        "start_proxy_process",
-        lambda routes, port, root, owner_pid=None: ProxyInfo("127.0.0.1", port, "ev", pid=None),
-    )
+    no_brokers_to_wait_for(monkeypatch)
     cluster.start(timeout=5)
     calls = (tmp_path / "docker-calls").read_text().splitlines()
     up = [c for c in calls if " up " in c]
