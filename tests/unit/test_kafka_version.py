@@ -35,14 +35,14 @@ def no_version(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
 
 
 def test_unset_or_empty_is_the_poms_version(no_version: pytest.MonkeyPatch) -> None:
-    assert paths.kafka_version() == paths.pom_kafka_version() == "4.1.2"
+    assert paths.kafka_version() == paths.pom_kafka_version() == "4.4.0"
     no_version.setenv(VAR, "")
     assert paths.kafka_version() == paths.pom_kafka_version()
 
 
 def test_a_set_version_is_read_each_time_not_cached(no_version: pytest.MonkeyPatch) -> None:
-    no_version.setenv(VAR, "4.4.0")
-    assert paths.kafka_version() == "4.4.0"
+    no_version.setenv(VAR, "4.1.2")
+    assert paths.kafka_version() == "4.1.2"
     no_version.setenv(VAR, " 4.2.0 ")  # as a shell might leave it
     assert paths.kafka_version() == "4.2.0"
     assert paths.kafka_libs_dir() == paths.cache_dir() / "kafka" / "4.2.0" / "libs"
@@ -75,10 +75,10 @@ def test_releases_from_4_0_are_accepted(text: str) -> None:
 def test_the_flag_sets_the_variable_for_the_command_and_what_it_starts(
     no_version: pytest.MonkeyPatch,
 ) -> None:
-    argv = ["run", "scenarios/ack-loss.yaml", "--kafka-version", "4.4.0"]
+    argv = ["run", "scenarios/ack-loss.yaml", "--kafka-version", "4.1.2"]
     args = cli.build_parser().parse_args(argv)
     cli.apply_kafka_version(args)
-    assert os.environ[VAR] == "4.4.0" and paths.kafka_version() == "4.4.0"
+    assert os.environ[VAR] == "4.1.2" and paths.kafka_version() == "4.1.2"
     for argv in (
         ["dashboard", "--kafka-version", "4.3.0"],
         ["cluster", "up", "--kafka-version", "4.3.0"],
@@ -123,17 +123,17 @@ def test_maven_is_given_the_version_for_kafkas_jars_and_the_java_roles(
 ) -> None:
     no_version.setenv("PATH", f"{fake_mvn(tmp_path)}{os.pathsep}{os.environ['PATH']}")
     no_version.setenv("LAB_CACHE_DIR", str(tmp_path / "cache"))
-    no_version.setenv(VAR, "4.4.0")
+    no_version.setenv(VAR, "4.1.2")
     no_version.setattr(tools, "find_java", lambda: "java")
-    with pytest.raises(KafkaFetchError, match=re.escape("holds no kafka_2.13-4.4.0.jar")):
+    with pytest.raises(KafkaFetchError, match=re.escape("holds no kafka_2.13-4.1.2.jar")):
         jars.ensure_kafka_jars()
     with pytest.raises(KafkaFetchError, match=re.escape("holds no lab-roles-1.jar")):
         java_roles.ensure_java_roles()
     kafka_call, roles_call = (tmp_path / "mvn-calls").read_text().splitlines()
-    libs = tmp_path / "cache" / "kafka" / "4.4.0" / "libs"
-    assert f"-f {paths.KAFKA_POM} -Dkafka.libs={libs} -Dkafka.version=4.4.0 package" in kafka_call
-    assert f"-f {java_roles.JAVA_POM} " in roles_call and "-Dkafka.version=4.4.0" in roles_call
-    assert str(tmp_path / "cache" / "java-roles" / "4.4.0") in roles_call
+    libs = tmp_path / "cache" / "kafka" / "4.1.2" / "libs"
+    assert f"-f {paths.KAFKA_POM} -Dkafka.libs={libs} -Dkafka.version=4.1.2 package" in kafka_call
+    assert f"-f {java_roles.JAVA_POM} " in roles_call and "-Dkafka.version=4.1.2" in roles_call
+    assert str(tmp_path / "cache" / "java-roles" / "4.1.2") in roles_call
 
 
 def write_embedded_state(root: Path, name: str, version: str | None) -> None:
@@ -154,35 +154,35 @@ def test_a_cluster_keeps_the_version_it_was_started_with(
     tmp_path: Path, no_version: pytest.MonkeyPatch
 ) -> None:
     no_version.setenv("LAB_STATE_DIR", str(tmp_path))
-    write_embedded_state(tmp_path, "new", "4.4.0")
+    write_embedded_state(tmp_path, "new", "4.1.2")
     write_embedded_state(tmp_path, "old", None)  # a state file from before the setting
-    assert EmbeddedCluster.attach("new").kafka_version == "4.4.0"
+    assert EmbeddedCluster.attach("new").kafka_version == "4.1.2"
     assert EmbeddedCluster.attach("old").kafka_version == paths.pom_kafka_version()
-    no_version.setenv(VAR, "4.4.0")
-    assert EmbeddedCluster("fresh").kafka_version == "4.4.0"
+    no_version.setenv(VAR, "4.1.2")
+    assert EmbeddedCluster("fresh").kafka_version == "4.1.2"
 
 
 def test_a_running_cluster_of_another_version_is_refused_with_what_to_do(
     tmp_path: Path, no_version: pytest.MonkeyPatch
 ) -> None:
     no_version.setenv("LAB_STATE_DIR", str(tmp_path))
-    write_embedded_state(tmp_path, "default", "4.4.0")
+    write_embedded_state(tmp_path, "default", "4.1.2")
     running = EmbeddedCluster.attach("default")
     with pytest.raises(ClusterError) as caught:
         require_same_version(running)
     assert str(caught.value) == (
-        "The running local cluster is Kafka 4.4.0, and this command runs Kafka "
-        f"{paths.pom_kafka_version()}: give --kafka-version 4.4.0 (or LAB_KAFKA_VERSION=4.4.0) "
+        "The running local cluster is Kafka 4.1.2, and this command runs Kafka "
+        f"{paths.pom_kafka_version()}: give --kafka-version 4.1.2 (or LAB_KAFKA_VERSION=4.1.2) "
         "to use it, or stop it first (`./lab engine cluster down`)."
     )
-    no_version.setenv(VAR, "4.4.0")
+    no_version.setenv(VAR, "4.1.2")
     require_same_version(running)
 
 
 class VersionedCluster:
     backend = "local"
     node_ids = (1,)
-    kafka_version = "4.4.0"
+    kafka_version = "4.1.2"
 
     def status(self, timeout: float = 3.0) -> SimpleNamespace:
         return SimpleNamespace(reachable=True)
@@ -195,8 +195,8 @@ def test_the_dashboard_does_not_adopt_a_cluster_of_another_version(
     no_version.setattr("engine.cluster.service.current_cluster", VersionedCluster)
     assert service.find_running(), "found (and refused), so no second cluster is started"
     assert service.cluster is None and service.state == "failed"
-    assert service.error and "is Kafka 4.4.0, and this command runs Kafka 4.1.2" in service.error
-    no_version.setenv(VAR, "4.4.0")
+    assert service.error and "is Kafka 4.1.2, and this command runs Kafka 4.4.0" in service.error
+    no_version.setenv(VAR, "4.1.2")
     service = ClusterService()
     assert service.find_running() and service.state == "ready"
     assert isinstance(service.cluster, VersionedCluster)

@@ -211,7 +211,11 @@ def test_the_dump_class_is_found_in_the_cached_jars():
 
     if not jars.kafka_jars_ready():
         pytest.skip("Kafka's jars are not cached; `python -m engine setup` fetches them")
-    assert logs.dump_class(paths.kafka_libs_dir()) == "kafka.tools.DumpLogSegments"
+    # Kafka 4.3 moved the tool from core (Scala) to kafka-tools (Java), KAFKA-14579.
+    major, minor = map(int, paths.kafka_version().split(".")[:2])
+    moved = (major, minor) >= (4, 3)
+    expected = "org.apache.kafka.tools.DumpLogSegments" if moved else "kafka.tools.DumpLogSegments"
+    assert logs.dump_class(paths.kafka_libs_dir()) == expected
 
 
 def test_cleaner_checkpoint_file():
