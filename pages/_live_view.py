@@ -141,7 +141,7 @@ class LiveView:
             raw = f" <small style='color:#757575'>{escape(fault.raw)}</small>" if fault.raw else ""
             lines.append(f"<div>⚡ <b>{when}</b> {escape(fault.text)}{times}{raw}</div>")
         st.markdown(
-            "<div style='font-size:1.15rem;line-height:1.45'>" + "".join(lines) + "</div>",
+            "<div style='font-size:1.2rem;line-height:1.45'>" + "".join(lines) + "</div>",
             unsafe_allow_html=True,
         )
 

@@ -8,6 +8,7 @@ import streamlit as st
 from engine import logs
 from engine.cluster import Cluster
 from pages._log_common import no_none, not_ready, table, topic_picker
+from pages._presenter import room_table
 from pages._roles import is_presenter
 from pages._room_results import room_results, show_presenters
 from pages._shared import show_error
@@ -86,6 +87,6 @@ def show_dump(dump: logs.LogDump) -> None:
             for b in dump.batches
             for r in b.records
         ]
-        st.dataframe(no_none(pd.DataFrame(records)), hide_index=True)
+        room_table(no_none(pd.DataFrame(records)), hide_index=True)
     with st.expander("The tool's own output"):
         st.code(dump.raw or "(no output)", language=None)

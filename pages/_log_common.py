@@ -9,6 +9,7 @@ import streamlit as st
 
 from engine import logs
 from engine.cluster import Cluster
+from pages._presenter import room_table
 
 ROW_HEIGHT = 35  # st.dataframe's row height: tables are sized to show every row at once
 
@@ -24,14 +25,16 @@ def not_ready() -> None:
 def table(df: pd.DataFrame, colors: dict[str, str]) -> None:
     """A full-height table, each row coloured by its hidden `_state` column."""
 
+    df = no_none(df).reset_index(drop=True)
+    height = min(ROW_HEIGHT * (len(df) + 1) + 3, 900)
+    states = df.pop("_state").astype(str)
+
     def paint(row: pd.Series) -> list[str]:
-        color = colors.get(str(row["_state"]), "")
+        color = colors.get(states[row.name], "")
         return [f"background-color: {color}" if color else ""] * len(row)
 
-    df = no_none(df)
-    height = min(ROW_HEIGHT * (len(df) + 1) + 3, 900)
-    shown = [c for c in df.columns if c != "_state"]
-    st.dataframe(df.style.apply(paint, axis=1), hide_index=True, height=height, column_order=shown)
+    # The state column is left out, not hidden: st.table (the projector's) shows every column.
+    room_table(df.style.apply(paint, axis=1), hide_index=True, height=height)
 
 
 EMPTY = "—"  # an empty cell on the projector: a dash, never "None"

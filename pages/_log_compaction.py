@@ -10,6 +10,7 @@ import streamlit as st
 from engine import logs
 from engine.cluster import Cluster
 from pages._log_common import no_none, not_ready, table
+from pages._presenter import room_table
 from pages._roles import is_presenter, require_presenter
 from pages._run_view import scroll_to_key
 from pages._shared import show_error
@@ -238,7 +239,7 @@ def show_compaction(result: logs.CompactionResult) -> None:
     table(why, STATUS_COLORS)
     if result.after_first_clean is not None and result.tombstones_waited:
         with st.expander("After the first cleaning (tombstones still there)"):
-            st.dataframe(
+            room_table(
                 no_none(pd.DataFrame([r.to_json() for r in result.after_first_clean])),
                 hide_index=True,
             )

@@ -15,6 +15,7 @@ from engine import logs, record
 from engine.cluster import Cluster
 from engine.live import nemesis_text
 from pages._log_common import not_ready, table, topic_picker
+from pages._presenter import room_chart
 from pages._roles import is_presenter, require_presenter
 from pages._room_results import room_results, show_presenters
 from pages._shared import show_error
@@ -95,7 +96,7 @@ def recorded_isolation() -> None:
             "inferred. Where the LSO stays below the high watermark, a transaction is open and "
             "read_committed readers wait."
         )
-        st.plotly_chart(offsets_figure(readings, run["levels"][level]["history"]))
+        room_chart(offsets_figure(readings, run["levels"][level]["history"]))
 
 
 def offsets_readings(run: dict[str, Any], level: str) -> list[dict[str, Any]]:
@@ -206,7 +207,7 @@ def show_isolation(view: logs.IsolationView) -> None:
     m[2].metric("High watermark", view.high_watermark, help="read_uncommitted stops here")
     m[3].metric("Aborted records", len(view.aborted))
     m[4].metric("Markers", len(view.markers))
-    st.plotly_chart(isolation_figure(view))
+    room_chart(isolation_figure(view))
     rows = []
     for r in view.rows:
         what = r.kind

@@ -17,6 +17,7 @@ import streamlit as st
 from plotly.subplots import make_subplots
 
 from engine import paths, record
+from pages._presenter import DESK_PX, ROOM_PX, room_chart, room_table
 from pages._run_view import draw_fault_bands
 
 # One colour per level, the same in every chart of the page.
@@ -208,7 +209,7 @@ def width_text(width: float) -> str:
     return f"{width * 1000:.0f} ms" if width < 1 else f"{width:g} s"
 
 
-def throughput_figure(results: dict[str, Any]) -> go.Figure:
+def throughput_figure(results: dict[str, Any], *, type_px: int = DESK_PX) -> go.Figure:
     """Messages first seen by the sink per time bucket, one row per level, with its fault bands.
 
     Each level's bucket width was chosen from its length (engine.metrics.buckets), so a
@@ -249,7 +250,7 @@ def throughput_figure(results: dict[str, Any]) -> go.Figure:
         )
         if started is None or not window_start:
             continue  # without a common origin, bands would be drawn in the wrong place
-        draw_fault_bands(figure, result, started, opacity=0.25, row=row, col=1)
+        draw_fault_bands(figure, result, started, opacity=0.25, type_px=type_px, row=row, col=1)
     figure.update_layout(
         height=max(220, 170 * len(levels)),
         margin={"l": 10, "r": 10, "t": 40, "b": 10},
@@ -405,37 +406,47 @@ def _version_results(run_id: str, version: float, levels: tuple[str, ...]) -> di
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
-def draw_damage(run_id: str, version: float, levels: tuple[str, ...]) -> None:
-    """Duplicates, losses, reorders: the counts table and the rates chart."""
+def draw_damage(run_id: str, version: float, levels: tuple[str, ...], projector: bool) -> None:
+    """Duplicates, losses, reorders: the counts table and the rates chart (`projector`: in
+    the projector's type; a key of the cache, which replays what it drew)."""
     results = _version_results(run_id, version, levels)
     shown = ("messages", *COMPARED)
     counts = pd.DataFrame({level: {k: r.get(k) for k in shown} for level, r in results.items()})
     # Rows headed in words, not by the checker's field names (aborted_visible).
-    st.dataframe(counts.rename(index=COUNT_WORDS), width="stretch")
-    st.plotly_chart(rates_figure(results), width="stretch", key="metrics_rates")
+    room_table(counts.rename(index=COUNT_WORDS), width="stretch")
+    room_chart(rates_figure(results), width="stretch", key="metrics_rates")
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
-def draw_latency(run_id: str, version: float, levels: tuple[str, ...], log_x: bool) -> None:
+def draw_latency(
+    run_id: str, version: float, levels: tuple[str, ...], log_x: bool, projector: bool
+) -> None:
     """The latency distribution beside its percentiles."""
     results = _version_results(run_id, version, levels)
     left, right = st.columns([3, 2])
-    left.plotly_chart(latency_cdf_figure(results, log_x=log_x), width="stretch", key="metrics_cdf")
-    right.dataframe(percentile_table(results), hide_index=True, width="stretch")
+    room_chart(
+        latency_cdf_figure(results, log_x=log_x), where=left, width="stretch", key="metrics_cdf"
+    )
+    room_table(percentile_table(results), where=right, hide_index=True, width="stretch")
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
-def draw_throughput(run_id: str, version: float, levels: tuple[str, ...]) -> None:
+def draw_throughput(run_id: str, version: float, levels: tuple[str, ...], projector: bool) -> None:
     results = _version_results(run_id, version, levels)
-    st.plotly_chart(throughput_figure(results), width="stretch", key="metrics_throughput")
+    type_px = ROOM_PX if projector else DESK_PX  # its fault labels are placed at that size
+    room_chart(
+        throughput_figure(results, type_px=type_px), width="stretch", key="metrics_throughput"
+    )
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
 def draw_history(
-    versions: tuple[tuple[str, float], ...], _saved: list[tuple[dict[str, Any], dict[str, Any]]]
+    versions: tuple[tuple[str, float], ...],
+    _saved: list[tuple[dict[str, Any], dict[str, Any]]],
+    projector: bool,
 ) -> None:
     """A scenario's runs across time; `versions` (run id, metrics version) of `_saved`, in its
     order, is the cache's key."""
     frame = history_frame(_saved)
-    st.plotly_chart(history_figure(frame), width="stretch", key="metrics_history")
-    st.dataframe(frame.drop(columns=["started_at"]), hide_index=True, width="stretch")
+    room_chart(history_figure(frame), width="stretch", key="metrics_history")
+    room_table(frame.drop(columns=["started_at"]), hide_index=True, width="stretch")

@@ -13,6 +13,11 @@ rewritten to `?projector=1`. (This module keeps its name: pages._run_view import
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
+from typing import Any
+
+import plotly.graph_objects as go
 import streamlit as st
 
 PARAM = "projector"
@@ -33,6 +38,12 @@ html { font-size: 20px; }
 .stMainBlockContainer h1 { font-size: 2rem !important; padding: 0 !important; }
 /* The way out sits at the top right, in the page's flow: floating, it covered a card. */
 .st-key-projector_leave { display: flex; justify-content: flex-end; }
+/* Read from the back row: a number's label and a table's cell at 1.2rem, 24 px (ROOM_PX). */
+html body [data-testid='stMetricLabel'] p, html body .lab-label, html body .lab-level,
+html body [data-testid='stTable'] td, html body [data-testid='stTable'] th,
+html body [data-testid='stProgress'] p {
+  font-size: 1.2rem !important;
+}
 </style>"""
 
 
@@ -74,3 +85,72 @@ def presenter_controls() -> bool:
             "the address does the same.",
         )
     return on
+
+
+# The smallest type on the projector, in CSS px: every number's label, chart tag and table
+# cell (issue 62: read from the back of a room at 1080p). STYLE's 1.2rem is this at 20 px.
+ROOM_PX = 24
+DESK_PX = 16  # a chart's type on an engineer's screen
+
+
+def chart_px() -> int:
+    """A chart's smallest type in this session: ROOM_PX on the projector, else DESK_PX."""
+    return ROOM_PX if presenter_on() else DESK_PX
+
+
+def room_sized(figure: go.Figure, px: int = ROOM_PX) -> go.Figure:
+    """`figure` with every text at least `px`: its default, axes, legend, titles and notes.
+
+    Plotly has no minimum font size, so each place that may carry its own size is raised.
+    A figure whose layout depends on its type's size (the run view's timeline, which rows
+    its labels in) is drawn at the size instead: pages._run_view.timeline(type_px=...).
+    """
+
+    def at_least(size: float | None) -> int:
+        return max(int(size or 0), px)
+
+    figure.update_layout(font_size=at_least(figure.layout.font.size))
+    figure.update_layout(legend_font_size=at_least(figure.layout.legend.font.size))
+    figure.update_layout(title_font_size=at_least(figure.layout.title.font.size))
+    for axis in (*figure.select_xaxes(), *figure.select_yaxes()):
+        axis.update(tickfont_size=at_least(axis.tickfont.size))
+        axis.update(title_font_size=at_least(axis.title.font.size))
+    for note in figure.layout.annotations:
+        note.update(font_size=at_least(note.font.size))
+        # Inline small type (a raw name's span) is for the engineer's screen only.
+        note.update(text=_SMALL_SPAN.sub("", note.text or ""))
+    figure.for_each_trace(_bigger_text(at_least))
+    return figure
+
+
+_SMALL_SPAN = re.compile(r"\s*<span style='font-size:\d+px[^']*'>.*?</span>")
+
+
+def _bigger_text(at_least: Callable[[float | None], int]) -> Callable[[Any], None]:
+    def bump(trace: Any) -> None:
+        if "textfont" in trace:
+            trace.update(textfont_size=at_least(trace.textfont.size))
+
+    return bump
+
+
+def room_chart(figure: go.Figure, *, where: Any = None, **kwargs: Any) -> None:
+    """st.plotly_chart, in projector type when the projector view is on."""
+    target = where if where is not None else st
+    target.plotly_chart(room_sized(figure) if presenter_on() else figure, **kwargs)
+
+
+def room_table(
+    data: Any, *, where: Any = None, hide_index: bool | None = None, **kwargs: Any
+) -> None:
+    """st.dataframe, or on the projector st.table, whose cells take the projector's type.
+
+    st.dataframe draws its cells on a canvas at a size no page style reaches; st.table is
+    HTML, so STYLE sets its cells at 1.2rem. The keyword arguments only st.dataframe knows
+    (height, width, column_config...) apply at the desk.
+    """
+    target = where if where is not None else st
+    if presenter_on():
+        target.table(data, hide_index=hide_index)
+    else:
+        target.dataframe(data, hide_index=hide_index, **kwargs)

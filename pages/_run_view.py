@@ -20,7 +20,7 @@ from engine.faults import KINDS, say_fault
 from engine.faults.base import HURT
 from engine.live import fault_fold, fault_raw, fault_text, fold_text, nemesis_text
 from engine.words import PROXY_WORDS, process_words, room_words
-from pages._presenter import presenter_on
+from pages._presenter import DESK_PX, ROOM_PX, presenter_on, room_table
 from pages._streams_view import render_store_counts
 
 COUNTS = [
@@ -55,7 +55,6 @@ REFUSALS = ("writes_refused", "commits_refused", "txn_calls_refused")
 # A level "shows the failure" when any of these counts is above zero.
 ANOMALY_COUNTS = ("duplicates", "lost", "reordered", "aborted_visible")
 DELIVERED_ONCE = "delivered once"
-FONT = {"size": 16}  # read from the back of a room, on a projector
 LABEL_ROWS = 5  # rows of fault labels above the timeline: a label takes the first with room
 
 
@@ -95,7 +94,7 @@ def render_run(
         teaches = ((run.get("config") or {}).get("scenario") or {}).get("teaches") or {}
         render_verdict_cards(results, teaches)
         if presenter:
-            render_timeline(run, results)
+            render_timeline(run, results, type_px=ROOM_PX)
             render_count_cards(results, presenter=True)
             render_evidence(results, presenter=True)
             render_store_counts(run, results)
@@ -146,7 +145,9 @@ def scroll_to_key(key: str) -> None:
     st.html(SCROLL_SCRIPT % key, unsafe_allow_javascript=True)
 
 
-def render_timeline(run: dict[str, Any], results: dict[str, Any]) -> None:
+def render_timeline(
+    run: dict[str, Any], results: dict[str, Any], *, type_px: int = DESK_PX
+) -> None:
     """The level picker (opened on the failing level), its timeline and its verdict table."""
     run_id = run["meta"]["run_id"]
     level = st.radio(
@@ -159,7 +160,8 @@ def render_timeline(run: dict[str, Any], results: dict[str, Any]) -> None:
     data = run["levels"].get(level)
     if not data:
         return
-    figure, unlabelled = timeline(data["history"], results[level], data.get("verdicts"))
+    history, verdicts = data["history"], data.get("verdicts")
+    figure, unlabelled = timeline(history, results[level], verdicts, type_px=type_px)
     st.plotly_chart(figure, width="stretch")
     if unlabelled:  # shaded on the chart, but no room for their words there
         st.caption(
@@ -346,7 +348,7 @@ def render_verdicts(rows: list[dict[str, Any]], result: dict[str, Any], *, key: 
     kinds = sorted(verdicts["verdict"].unique())
     chosen = st.multiselect("Show verdicts", kinds, default=default_verdicts(kinds), key=key)
     shown = readable_verdicts(verdicts[verdicts["verdict"].isin(chosen)], result)
-    st.dataframe(verdicts_in_words(shown), hide_index=True, width="stretch")
+    room_table(verdicts_in_words(shown), hide_index=True, width="stretch")
 
 
 def default_verdicts(kinds: list[str]) -> list[str]:
@@ -471,8 +473,13 @@ def timeline(
     history: list[dict[str, Any]],
     result: dict[str, Any],
     verdicts: list[dict[str, Any]] | None = None,
+    *,
+    type_px: int = DESK_PX,
 ) -> tuple[go.Figure, list[dict[str, Any]]]:
     """The timeline, and the fault bands whose labels found no room on it (said below it).
+
+    `type_px` is its smallest type: the labels' rows and widths are reckoned at that size, so
+    the projector's (ROOM_PX) draws the same chart in larger type, not labels over labels.
 
     Duplicated and lost ids are marked large (from the verdicts), and the points of a second
     instance of a role (a replacement) have their own colour. Fault labels sit in rows above
@@ -485,28 +492,30 @@ def timeline(
     for (kind, proc), rows in points.items():
         named = proc.split("#")[0] in several
         figure.add_trace(point_trace(kind, proc, rows, instance_rank(proc), named=named))
-    draw_anomalies(figure, history, verdicts or [], start)
+    draw_anomalies(figure, history, verdicts or [], start, type_px=type_px)
     # The x axis is set, not left to autorange, so that the labels' room is known.
     xs = [x for rows in points.values() for x, _ in rows]
     xs += [b["x1"] for b in fault_bands(result, start)] + [0.0]
     lo, hi = min(xs), max(max(xs), 1.0)
     pad = 0.03 * (hi - lo)
     span = (lo - pad, hi + pad)
-    unlabelled = draw_fault_bands(figure, result, start, span=span, above=True)
+    unlabelled = draw_fault_bands(figure, result, start, span=span, above=True, type_px=type_px)
     used = [a.yshift for a in figure.layout.annotations if a.yref == "y domain"]
-    rows_used = (max(used) - 4) // LABEL_ROW_PX + 1 if used else 0
+    row_px = label_row_px(type_px)
+    rows_used = (max(used) - 4) // row_px + 1 if used else 0
+    font = {"size": type_px}
     figure.update_layout(
-        height=520 + rows_used * LABEL_ROW_PX,
-        font=FONT,
-        margin={"l": 10, "r": 10, "t": 20 + rows_used * LABEL_ROW_PX, "b": 10},
-        legend={"orientation": "h", "y": -0.2, "font": FONT},
+        height=520 + rows_used * row_px,
+        font=font,
+        margin={"l": 10, "r": 10, "t": 20 + rows_used * row_px, "b": 10},
+        legend={"orientation": "h", "y": -0.2, "font": font},
     )
     figure.update_xaxes(range=list(span))
     for axis, title in (
         (figure.update_xaxes, "seconds since the level started"),
         (figure.update_yaxes, "message id"),
     ):
-        axis(title={"text": title, "font": {"size": 18}}, tickfont=FONT)
+        axis(title={"text": title, "font": {"size": type_px + 2}}, tickfont=font)
     return figure, unlabelled
 
 
@@ -618,6 +627,8 @@ def draw_anomalies(
     history: list[dict[str, Any]],
     verdicts: list[dict[str, Any]],
     start: float,
+    *,
+    type_px: int = DESK_PX,
 ) -> None:
     """Large marks for the ids the checker found duplicated or lost, one label per batch.
 
@@ -646,7 +657,7 @@ def draw_anomalies(
                 x=x,
                 y=y,
                 text=anomaly_label(group),
-                font={"size": 18, "color": colour},
+                font={"size": type_px + 2, "color": colour},
                 bgcolor="rgba(255,255,255,0.85)",
                 arrowcolor=colour,
                 ax=-90 if right_edge and x > 0.8 * right_edge else 90,
@@ -662,6 +673,7 @@ def draw_fault_bands(
     opacity: float = 0.18,
     span: tuple[float, float] | None = None,
     above: bool = False,
+    type_px: int = DESK_PX,
     **where: Any,
 ) -> list[dict[str, Any]]:
     """Shade each fault of a level's result on `figure` (`where`: a subplot's row and col).
@@ -673,7 +685,8 @@ def draw_fault_bands(
     bands = fold_bands(fault_bands(result, start))
     if span is None:  # a subplot's axis is not known here: the faults' own extent
         span = (min([0.0, *(b["x0"] for b in bands)]), max([1.0, *(b["x1"] for b in bands)]))
-    placed = place_labels(bands, span)
+    placed = place_labels(bands, span, type_px=type_px)
+    row_px = label_row_px(type_px)
     unlabelled = []
     for band, slot in zip(bands, placed, strict=True):
         figure.add_vrect(
@@ -694,10 +707,10 @@ def draw_fault_bands(
             y=1,
             yref="y domain",
             yanchor="bottom" if above else "top",
-            yshift=(4 + row * LABEL_ROW_PX) if above else -row * LABEL_ROW_PX,
-            text=band_text(band),
+            yshift=(4 + row * row_px) if above else -row * row_px,
+            text=band_text(band, raw=type_px < ROOM_PX),
             showarrow=False,
-            font={**FONT, "color": "#212121"},
+            font={"size": type_px, "color": "#212121"},
             bgcolor="rgba(255,255,255,0.85)",
             **where,
         )
@@ -705,7 +718,14 @@ def draw_fault_bands(
 
 
 FOLD_GAP_S = 2.0  # repeats of one fault this close together are one band
-LABEL_ROW_PX = 26  # a label row's height: 16 px type with its padding
+LABEL_ROW_PX = 26  # a label row's height at the desk: 16 px type with its padding
+
+
+def label_row_px(type_px: int) -> int:
+    """A label row's height for labels in `type_px` type (LABEL_ROW_PX at the desk's)."""
+    return type_px + LABEL_ROW_PX - DESK_PX
+
+
 PLOT_WIDTH_PX = 900  # the narrowest the timeline is drawn: 150% zoom on a 1920 px screen
 CHAR_PX = 0.6  # a character's width, in font sizes: generous for the dashboard's sans serif
 RAW_FONT_PX = 11  # the raw names' small type (engine.words.Said.plotly)
@@ -733,24 +753,29 @@ def fold_bands(bands: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def band_text(band: dict[str, Any]) -> str:
-    """A band's label in plotly's markup: the words, ×count, the raw name in small type."""
+def band_text(band: dict[str, Any], *, raw: bool = True) -> str:
+    """A band's label in plotly's markup: the words, ×count, the raw name in small type
+    (`raw`: for the engineer's screen; the projector's type has no small type)."""
     count = f" <b>×{band['count']}</b>" if band.get("count", 1) > 1 else ""
-    raw = band.get("raw") or ""
-    small = f" <span style='font-size:{RAW_FONT_PX}px;color:#757575'>{escape(raw)}</span>"
-    return escape(band["label"]) + count + (small if raw else "")
+    name = (band.get("raw") or "") if raw else ""
+    small = f" <span style='font-size:{RAW_FONT_PX}px;color:#757575'>{escape(name)}</span>"
+    return escape(band["label"]) + count + (small if name else "")
 
 
-def label_width_px(text: str) -> float:
+def label_width_px(text: str, type_px: int = DESK_PX) -> float:
     """A label's width on screen, estimated from its plotly markup: words, then small type."""
     plain = re.sub(r"<span[^>]*>.*?</span>", "", text)
     small = "".join(re.findall(r"<span[^>]*>(.*?)</span>", text))
     plain, small = (unescape(re.sub(r"<[^>]+>", "", t)) for t in (plain, small))
-    return (len(plain) * FONT["size"] + len(small) * RAW_FONT_PX) * CHAR_PX + 12
+    return (len(plain) * type_px + len(small) * RAW_FONT_PX) * CHAR_PX + 12
 
 
 def place_labels(
-    bands: list[dict[str, Any]], span: tuple[float, float], width_px: float = PLOT_WIDTH_PX
+    bands: list[dict[str, Any]],
+    span: tuple[float, float],
+    width_px: float = PLOT_WIDTH_PX,
+    *,
+    type_px: int = DESK_PX,
 ) -> list[tuple[int, float] | None]:
     """(row, x of the label's left edge) for each band's label, or None where none has room.
 
@@ -764,7 +789,7 @@ def place_labels(
     rows: list[list[tuple[float, float]]] = [[] for _ in range(LABEL_ROWS)]
     placed: list[tuple[int, float] | None] = []
     for band in bands:
-        width = label_width_px(band_text(band)) * per_px
+        width = label_width_px(band_text(band, raw=type_px < ROOM_PX), type_px) * per_px
         x0 = max(lo, min(band["x0"], hi - width))
         slot = None
         for index, taken in enumerate(rows):

@@ -16,6 +16,7 @@ import streamlit as st
 from engine import streams
 from engine.levels import STREAMS_LEVELS
 from engine.words import process_words
+from pages._presenter import room_table
 
 
 def store_rows(history: list[dict[str, Any]], ledger: list[int]) -> list[dict[str, Any]] | None:
@@ -84,4 +85,4 @@ def render_store_counts(run: dict[str, Any], results: dict[str, Any]) -> None:
                         f"- Account {row['account']}: **{row['payments counted']} payments "
                         f"counted, {row['payments made']} made**."
                     )
-                st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+                room_table(pd.DataFrame(rows), hide_index=True, width="stretch")

@@ -18,6 +18,7 @@ from engine.cost import published, report
 from engine.cost.suite import QUICK_MESSAGES, QuickResult, run_quick
 from engine.cost.throughput import BASELINE, Matrix
 from engine.errors import LabError
+from pages._presenter import room_chart, room_table
 from pages._roles import is_presenter
 from pages._shared import cluster_service, require_app, show_error
 
@@ -191,22 +192,22 @@ def show_measurements(result: QuickResult) -> None:
     """The quick run's own tables and chart."""
     st.markdown("**The claims, beside this run**")
     wrapped_table(report.claim_rows(result.matrix, result.latency))
-    st.plotly_chart(throughput_figure(result.matrix, result.matrix.sizes[0]), width="stretch")
+    room_chart(throughput_figure(result.matrix, result.matrix.sizes[0]), width="stretch")
     st.markdown("**Throughput** (overhead: positive = slower than the base, paired by round)")
-    st.dataframe(
+    room_table(
         pd.DataFrame(report.throughput_rows(result.matrix)),
         hide_index=True,
         width="stretch",
     )
     st.markdown("**End-to-end latency**, one transactional stream read both ways")
-    st.dataframe(
+    room_table(
         pd.DataFrame(report.latency_rows(result.latency)),
         hide_index=True,
         width="stretch",
     )
     if result.yardsticks is not None:
         st.markdown("**The engine's producer and the proxy against a bare loop**")
-        st.dataframe(
+        room_table(
             pd.DataFrame(report.yardstick_rows(result.yardsticks)),
             hide_index=True,
             width="stretch",

@@ -28,6 +28,7 @@ from pages._metrics_view import (
     so_far_figure,
     versioned_metrics,
 )
+from pages._presenter import presenter_on, room_chart, room_table
 from pages._roles import is_presenter
 from pages._run_view import (
     default_verdicts,
@@ -204,7 +205,7 @@ def render(meta: dict[str, Any], version: float, metrics: dict[str, Any]) -> Non
     run_id, levels = meta["run_id"], tuple(results)
     with st.container(key=COUNTS_KEY):
         st.subheader("Duplicates, losses, reorders")
-        draw_damage(run_id, version, levels)
+        draw_damage(run_id, version, levels, presenter_on())
     # Spark's counts on the first screen, once per computed version (at 150% the page walk
     # found them below it, under the picker and the agreement line).
     scrolled: set[tuple[str, float]] = st.session_state.setdefault("_metrics_scrolled", set())
@@ -214,10 +215,10 @@ def render(meta: dict[str, Any], version: float, metrics: dict[str, Any]) -> Non
 
     st.subheader("End-to-end latency", help=LATENCY_DEFINITION)
     log_x = st.toggle("Logarithmic time axis", key="metrics_log_x")
-    draw_latency(run_id, version, levels, log_x)
+    draw_latency(run_id, version, levels, log_x, presenter_on())
 
     st.subheader("Throughput over time", help=THROUGHPUT_HELP)
-    draw_throughput(run_id, version, levels)
+    draw_throughput(run_id, version, levels, presenter_on())
 
     verdicts = metrics.get("verdicts") or {}
     if verdicts or metrics.get("verdicts_parquet"):
@@ -274,7 +275,7 @@ def render_verdict_pages(run_id: str, level: str, result: dict[str, Any]) -> Non
         "Spark wrote it to Parquet beside the run; each page is read from there."
     )
     shown = verdicts_in_words(readable_verdicts(page.rows, result))
-    st.dataframe(shown, hide_index=True, width="stretch")
+    room_table(shown, hide_index=True, width="stretch")
 
 
 def render_history(
@@ -318,6 +319,7 @@ def render_history(
     draw_history(
         tuple((m["run_id"], version) for m, (version, _metrics) in versions),
         [(m, metrics) for m, (_version, metrics) in versions],
+        presenter_on(),
     )
 
 
@@ -374,7 +376,7 @@ def draw_so_far(run: streaming.LiveRun, so_far: streaming.SoFar | None) -> None:
         "same definitions as the final numbers, over the records read so far. Losses "
         "and latency need the run's end; the final numbers replace these when it ends."
     )
-    st.plotly_chart(
+    room_chart(
         so_far_figure(so_far.counts, so_far.messages),
         width="stretch",
         key="metrics_so_far",

@@ -10,6 +10,7 @@ from engine import history, record
 from engine.errors import LabError
 from engine.vote import load_vote, votes_text
 from engine.words import event_words, process_words
+from pages._presenter import room_table
 from pages._run_view import render_run
 from pages._shared import require_app, show_error
 from pages._votes import lesson_named
@@ -77,7 +78,7 @@ def render_interrupted(meta: dict) -> None:
                 continue
             events = history.merge(sorted(record.level_folder(folder, level).glob("*.jsonl")))
             began = float(meta.get("started_at") or 0)
-            st.dataframe(
+            room_table(
                 [
                     {
                         "s": round(float(e.get("t", 0)) - began, 3),

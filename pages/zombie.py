@@ -20,6 +20,7 @@ from engine import record
 from engine.errors import LabError
 from engine.scenario import list_scenarios, load_scenario
 from engine.words import process_words
+from pages._presenter import room_chart, room_table
 from pages._roles import is_presenter
 from pages._run_control import run_live
 from pages._shared import cluster_service, require_app, show_error
@@ -145,7 +146,7 @@ figure.update_layout(
     margin={"l": 10, "r": 10, "t": 30, "b": 10},
     legend={"orientation": "h", "y": -0.35},
 )
-st.plotly_chart(figure, width="stretch")
+room_chart(figure, width="stretch")
 
 st.subheader("The broker's log: who wrote each batch, with which epoch")
 cluster = service.cluster
@@ -190,7 +191,7 @@ for batch in dump.batches:
         }
     )
 table = pd.DataFrame(rows)
-st.dataframe(table, hide_index=True, width="stretch")
+room_table(table, hide_index=True, width="stretch")
 epochs = sorted({(r["producer id"], r["epoch"]) for r in rows if r["producer id"] >= 0})
 if len(epochs) > 1:
     aborted = "ABORT" in set(table["kind"])

@@ -8,7 +8,13 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.e2e.walk_checks import KeyNumber, broken_titles, key_number_off_screen, page_findings
+from tests.e2e.walk_checks import (
+    KeyNumber,
+    broken_titles,
+    key_number_off_screen,
+    page_findings,
+    small_type,
+)
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
@@ -136,3 +142,46 @@ def test_a_key_number_below_the_first_screen_is_found(tab):
     assert key_number_off_screen(tab, key, timeout=0.5) is None
     show(tab, "<div>no result here</div>")
     assert "is not on the page" in (key_number_off_screen(tab, key, timeout=0.5) or "")
+
+
+@pytest.mark.parametrize(
+    ("wrong", "right"),
+    [
+        (
+            "<div data-testid='stMetricLabel'><p style='font-size:17px'>Delivered</p></div>",
+            "<div data-testid='stMetricLabel'><p style='font-size:24px'>Delivered</p></div>",
+        ),
+        (
+            "<div class='lab-label' style='font-size:19px'>duplicates</div>",
+            "<div class='lab-label' style='font-size:1.5rem'>duplicates</div>",
+        ),
+        (
+            "<div data-testid='stTable'><table><tr><td style='font-size:16px'>3</td></tr></table>"
+            "</div>",
+            "<div data-testid='stTable'><table><tr><td style='font-size:24px'>3</td></tr></table>"
+            "</div>",
+        ),
+        (
+            "<div class='js-plotly-plot'><svg><text style='font-size:16px'>seconds</text>"
+            "</svg></div>",
+            "<div class='js-plotly-plot'><svg><text style='font-size:24px'>seconds</text>"
+            "<g class='hoverlayer'><text style='font-size:12px'>id 3</text></g></svg></div>",
+        ),
+        (
+            "<div class='js-plotly-plot'><svg><text style='font-size:24px'>acked "
+            "<tspan style='font-size:11px'>ack</tspan></text></svg></div>",
+            "<div class='js-plotly-plot'><svg><text style='font-size:24px'>acked</text>"
+            "</svg></div>",
+        ),
+        (
+            "<div data-testid='stDataFrame'><canvas width='200' height='40'></canvas></div>",
+            "<div data-testid='stTable'><table><tr><td style='font-size:24px'>3</td></tr></table>"
+            "</div>",
+        ),
+    ],
+)
+def test_small_type_on_the_projector_is_found(tab, wrong, right):
+    show(tab, wrong)
+    assert small_type(tab), wrong
+    show(tab, right)
+    assert small_type(tab) == [], right

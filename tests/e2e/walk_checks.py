@@ -12,7 +12,8 @@ shown failing on small pages made to fail them in test_walk_checks.py.
   right after the words, "outputs and input offsets out of step (commit_gap)";
 - a "None" cell in a table (st.table's HTML, st.dataframe's grid);
 - a card title or metric label broken inside a word, or cut off;
-- the page's key number outside the first screen.
+- the page's key number outside the first screen;
+- on the projector, a label, a chart's text or a table's cell under 24 px, or a grid table.
 """
 
 from __future__ import annotations
@@ -161,6 +162,52 @@ BROKEN_WORDS_JS = r"""
 }
 """
 
+# What the projector must show in its type (issue 62, "readable from the back row"): a
+# number's label, a card's title, a table's cells, a vote's bar and every text of a chart.
+ROOM_TYPE = (
+    "[data-testid='stMetricLabel'] p, .lab-level, .lab-label, [data-testid='stTable'] td, "
+    "[data-testid='stTable'] th, [data-testid='stProgress'] p, .js-plotly-plot svg text"
+)
+ROOM_PX = 24  # pages._presenter.ROOM_PX, in CSS px
+SMALL_TYPE_JS = r"""
+({selector, px}) => {
+  const found = [];
+  const seen = new Set();
+  const shown = el => el.getClientRects().length > 0 &&
+    (!el.checkVisibility || el.checkVisibility({checkOpacity: true, checkVisibilityCSS: true}));
+  for (const root of document.querySelectorAll(selector)) {
+    const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
+    for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+      const el = node.parentElement;
+      if (!el || !node.data.trim() || !shown(el)) continue;
+      // A chart's hover box is drawn only under the pointer.
+      if (el.closest(".hoverlayer, .modebar")) continue;
+      const size = parseFloat(getComputedStyle(el).fontSize);
+      if (size >= px - 0.5) continue;
+      const text = node.data.trim().slice(0, 40);
+      const key = text + size;
+      if (seen.has(key)) continue;
+      seen.add(key);
+      const block = el.closest("[data-testid], .lab-card, svg");
+      const where = block ? (block.getAttribute("data-testid") || block.tagName) : el.tagName;
+      found.push(`"${text}" at ${size.toFixed(1)} px in ${where} (the projector's least: ${px})`);
+    }
+  }
+  // st.dataframe draws its cells on a canvas no page style reaches: on the projector every
+  // table is st.table (pages._presenter.room_table).
+  for (const grid of document.querySelectorAll("[data-testid='stDataFrame']")) {
+    if (shown(grid)) found.push("a grid table (st.dataframe), in a type no style reaches");
+  }
+  return found;
+}
+"""
+
+
+def small_type(tab) -> list[str]:
+    """On the projector: a label, chart text or table cell under ROOM_PX, or a grid table."""
+    return tab.evaluate(SMALL_TYPE_JS, {"selector": ROOM_TYPE, "px": ROOM_PX})
+
+
 FIRST_SCREEN_JS = r"""
 ({selector, hasText}) => {
   const all = [...document.querySelectorAll(selector)].filter(
@@ -236,6 +283,8 @@ def screen_defects(tab, *, projector: bool, key: KeyNumber | None) -> list[str]:
     """Every check on the screen, once it is drawn."""
     wait_until_drawn(tab)
     defects = page_findings(tab, projector=projector) + broken_titles(tab)
+    if projector:
+        defects += small_type(tab)
     if key is not None and (where := key_number_off_screen(tab, key)):
         defects.append(where)
     return defects

@@ -5,7 +5,9 @@ from __future__ import annotations
 import re
 
 import pandas as pd
+import plotly.graph_objects as go
 
+from pages._presenter import ROOM_PX, room_sized
 from pages._run_view import (
     LABEL_ROW_PX,
     PLOT_WIDTH_PX,
@@ -156,14 +158,16 @@ def test_the_timeline_tells_instances_apart_and_keeps_fault_labels_apart():
     assert figure.layout.xaxis.tickfont.size >= 16
 
 
-def label_boxes(figure, width_px: float = PLOT_WIDTH_PX) -> list[tuple[float, float, float]]:
+def label_boxes(
+    figure, width_px: float = PLOT_WIDTH_PX, type_px: int = 16
+) -> list[tuple[float, float, float]]:
     """(left, right, row) of each fault label on screen, in pixels, from the figure itself."""
     lo, hi = figure.layout.xaxis.range
     boxes = []
     for a in figure.layout.annotations:
         if not (a.yref and "domain" in a.yref):
             continue
-        width = label_width_px(a.text)
+        width = label_width_px(a.text, type_px)
         x = (a.x - lo) / (hi - lo) * width_px
         left = x if a.xanchor == "left" else x - width
         assert left >= -1 and left + width <= width_px + 1, a.text  # inside the chart
@@ -393,3 +397,53 @@ def test_a_zombie_card_names_what_was_refused_and_no_write_when_none_was():
     assert "txn_calls_refused" in shown["exactly-once"]
     assert not any("writes_refused" in keys or "fenced" in keys for keys in shown.values())
     assert "write" not in TEACHING_LABELS["commits_refused"]
+
+
+def figure_font_sizes(figure) -> list[float]:
+    """Every font size a figure sets or inherits: its default, axes, legend and notes."""
+    default = figure.layout.font.size
+    sizes = [default, figure.layout.legend.font.size or default]
+    for axis in (*figure.select_xaxes(), *figure.select_yaxes()):
+        sizes += [axis.tickfont.size or default, axis.title.font.size or default]
+    sizes += [a.font.size or default for a in figure.layout.annotations]
+    return sizes
+
+
+def test_the_projectors_timeline_is_drawn_in_its_type_with_labels_still_apart():
+    """At ROOM_PX every text of the busiest timeline is 24 px or more, no raw name is in small
+    type, and the labels, reckoned at that size, still overlap nowhere."""
+    result = isr_shrink_like_result()
+    events = [
+        {"t": 100.0 + i * 0.25, "proc": "producer", "ev": ev, "id": i}
+        for i in range(80)
+        for ev in ("send", "ack")
+    ]
+    figure, unlabelled = timeline(events, result, [], type_px=ROOM_PX)
+    assert min(figure_font_sizes(figure)) >= ROOM_PX
+    texts = [a.text for a in figure.layout.annotations if a.yref and "domain" in a.yref]
+    assert texts and not any("<span" in t or "NOT_ENOUGH_REPLICAS" in t for t in texts), texts
+    assert overlaps(label_boxes(figure, type_px=ROOM_PX)) == 0
+    assert len(texts) + len(unlabelled) == len(fold_bands(fault_bands(result, 100.0)))
+    desk, _ = timeline(events, result, [])
+    assert min(figure_font_sizes(desk)) < ROOM_PX  # the engineer's screen keeps its type
+
+
+def test_room_sized_raises_every_text_of_any_figure_and_drops_small_spans():
+    from plotly.subplots import make_subplots
+
+    figure = make_subplots(rows=2, cols=1, subplot_titles=("first", "second"))
+    figure.add_bar(x=[1, 2], y=[3, 4], text=["3", "4"], textfont={"size": 12}, row=1, col=1)
+    figure.add_annotation(
+        text="lost <span style='font-size:11px;color:#757575'>lost_id</span>",
+        x=1,
+        y=3,
+        font={"size": 14},
+    )
+    figure.update_layout(font={"size": 12}, legend={"font": {"size": 10}})
+    figure.update_xaxes(tickfont={"size": 9})
+    sized = room_sized(figure)
+    assert min(figure_font_sizes(sized)) >= ROOM_PX
+    assert sized.data[0].textfont.size >= ROOM_PX
+    assert all("<span" not in a.text for a in sized.layout.annotations)
+    big = room_sized(go.Figure(layout={"font": {"size": 30}}))
+    assert big.layout.font.size == 30  # larger type stays as it is
