@@ -521,8 +521,9 @@ class LevelRun:
         history += self._group_committed_events()
         read = replace(read, proxy_faults=self._proxy_faults(), effect_rows=self._effect_rows())
         ran = self.how_it_ran()
+        record.write_judge_inputs(self.folder, history, read, ran)  # first: judged again offline
         judged = judge(history, read, ran)
-        record.write_level(self.folder, history, judged.verdicts, read, ran)
+        record.write_verdicts(self.folder, judged.verdicts)
         return judged.result
 
     def read_back(self, progress: Callable[[str], None]) -> ReadBack:

@@ -102,18 +102,19 @@ def write_history(level_dir: Path, history: list[dict[str, Any]]) -> None:
     write_columns(history, level_dir / HISTORY_COLUMNS)
 
 
-def write_level(
-    level_dir: Path,
-    history: list[dict[str, Any]],
-    verdicts: list[Verdict],
-    read: ReadBack,
-    settings: LevelSettings,
+def write_judge_inputs(
+    level_dir: Path, history: list[dict[str, Any]], read: ReadBack, settings: LevelSettings
 ) -> None:
-    """Keep what a level was judged from, and its verdicts: enough to judge it again."""
+    """Keep what a level is judged from (engine.judge.judge's arguments), before it is judged:
+    a level whose judgement fails can be judged again offline (load_judged_inputs)."""
     write_history(level_dir, history)
-    (level_dir / VERDICTS).write_text(json.dumps(verdicts_to_rows(verdicts)))
     (level_dir / STORED).write_text(json.dumps(read.to_json()))
     (level_dir / LEVEL_SETTINGS).write_text(json.dumps(settings.to_json()))
+
+
+def write_verdicts(level_dir: Path, verdicts: list[Verdict]) -> None:
+    """A level's verdicts, once it was judged."""
+    (level_dir / VERDICTS).write_text(json.dumps(verdicts_to_rows(verdicts)))
 
 
 def read_history(level_dir: Path) -> list[dict[str, Any]]:

@@ -56,7 +56,7 @@ def spark() -> Iterator[Any]:
 
 
 def level_history(folder: Path, level: str, events: list[dict[str, Any]]) -> Path:
-    """history.jsonl of `level` as engine.record.write_level writes it, and its copy."""
+    """history.jsonl of `level` as engine.record.write_judge_inputs writes it, and its copy."""
     level_dir = record.level_folder(folder, level)
     level_dir.mkdir(parents=True)
     path = level_dir / record.HISTORY

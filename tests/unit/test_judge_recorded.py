@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from dataclasses import fields
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -105,3 +106,52 @@ def test_the_lost_ack_duplicate_is_judged_from_the_fault_not_assumed() -> None:
         f.get("source") == "proxy" for f in with_fault["faults"]
     )
     assert without["duplicates"] == 0 and without["faults"] == []
+
+
+def test_a_level_whose_judgement_fails_keeps_what_it_was_to_be_judged_from(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """LevelRun.finish writes the judge's inputs before it judges: a judgement that raises
+    (a bug in the checker, say) leaves a level that can be judged again offline."""
+    from engine import level_run
+
+    history, read, settings = record.load_judged_inputs(RECORDED / "ack-loss" / "at-least-once")
+    (tmp_path / "producer.jsonl").write_text("".join(json.dumps(e) + "\n" for e in history))
+
+    class Finished(level_run.LevelRun):
+        """A level whose clients have run: what finish() reads of it, without Kafka."""
+
+        def __init__(self) -> None:
+            self.folder = tmp_path
+            self.processes = [SimpleNamespace(history=tmp_path / "producer.jsonl", stop=list)]
+            self.nemesis_history = open(tmp_path / record.NEMESIS_HISTORY, "w")  # noqa: SIM115
+            self.scenario = None
+
+        def read_back(self, progress):
+            return read
+
+        def _group_committed_events(self):
+            return []
+
+        def _proxy_faults(self):
+            return read.proxy_faults
+
+        def _effect_rows(self):
+            return read.effect_rows
+
+        def how_it_ran(self):
+            return settings
+
+    def broken_judge(*args: Any) -> None:
+        raise RuntimeError("the checker's bug")
+
+    monkeypatch.setattr(level_run, "judge", broken_judge)
+    with pytest.raises(RuntimeError, match="the checker's bug"):
+        Finished().finish(lambda _: None)
+    assert not (tmp_path / record.VERDICTS).exists()
+    kept_history, kept_read, kept_settings = record.load_judged_inputs(tmp_path)
+    assert kept_history == history and kept_settings == settings
+    again = judge(kept_history, kept_read, kept_settings).result.to_json()
+    assert {f: again[f] for f in COUNT_FIELDS} == {
+        f: recorded_result("ack-loss", "at-least-once")[f] for f in COUNT_FIELDS
+    }
