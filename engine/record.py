@@ -118,7 +118,7 @@ def write_verdicts(level_dir: Path, verdicts: list[Verdict]) -> None:
 
 
 def read_history(level_dir: Path) -> list[dict[str, Any]]:
-    """A level's merged history.jsonl (written when the level was judged)."""
+    """A level's merged history.jsonl (written before the level was judged)."""
     return [json.loads(line) for line in (level_dir / HISTORY).read_text().splitlines() if line]
 
 
