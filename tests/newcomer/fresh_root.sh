@@ -10,6 +10,9 @@
 #   --reuse-root       keep the last run's root instead of a fresh copy of the base system
 #                      (its apt-installed Python, JDK and Maven stay: ./lab installs none, so
 #                      that is not checked; the clone, .venv and jars are made again)
+#   --jdk PACKAGE      apt-get install PACKAGE in the root before ./lab runs, a machine that
+#                      already has that JDK (e.g. openjdk-25-jdk-headless on Debian 13):
+#                      ./lab must take it as it is
 #
 # Runs as root on a Debian or Ubuntu host with network access. What it does:
 #   1. debootstrap --variant=minbase SUITE into DIR/base (built once, then reused), with the
@@ -36,7 +39,7 @@
 # the dashboard only PORT. The roots stay in DIR (a few GB each; rm -rf DIR removes them).
 set -uo pipefail
 
-usage() { sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+usage() { sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 
 SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 SOURCE="$(git -C "$SCRIPT_DIR" rev-parse --show-toplevel 2>/dev/null || true)"
@@ -44,6 +47,7 @@ BRANCH=""
 DIR=""
 PORT=8555
 REUSE=0
+JDK=""
 SUITE=""
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -52,6 +56,7 @@ while [ $# -gt 0 ]; do
     --dir) DIR="$2"; shift 2 ;;
     --port) PORT="$2"; shift 2 ;;
     --reuse-root) REUSE=1; shift ;;
+    --jdk) JDK="$2"; shift 2 ;;
     trixie|bookworm) SUITE="$1"; shift ;;
     *) usage ;;
   esac
@@ -249,6 +254,16 @@ step_end
 [ -d "$R/root/lab/.git" ] || { summary; exit 1; }
 
 lab() { in_root bash -c 'cd /root/lab && exec "$@"' lab "$@"; }
+
+if [ -n "$JDK" ]; then  # a machine that already has this JDK: ./lab must use it, not add one
+  step_start jdk
+  in_root apt-get update -qq >"$LOGS/jdk.log" 2>&1 &&
+    in_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+      "$JDK" >>"$LOGS/jdk.log" 2>&1
+  rc=$?
+  check jdk-preinstalled "$rc" "($JDK: exit $rc; log: $LOGS/jdk.log)"
+  step_end
+fi
 
 # --- 3. ./lab setup, then the ack-loss scenario ---------------------------------------------
 step_start lab-setup
