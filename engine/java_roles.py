@@ -73,7 +73,8 @@ def ensure_java_roles(*, offline: bool = False) -> Path:
         what=f"the lab's Java roles (Kafka Streams and kafka-clients {paths.kafka_version()})",
         marker=_MARKER,
         offline=offline,
-        properties={"kafka.version": paths.kafka_version()},
+        # JUnit tests of the roles run in `./lab test` (tests/unit/test_java_units.py), not here.
+        properties={"kafka.version": paths.kafka_version(), "skipTests": "true"},
     )
     _prune_old_builds()
     return libs
