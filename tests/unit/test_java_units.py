@@ -44,3 +44,50 @@ def test_the_java_roles_junit_tests_pass(tmp_path: Path) -> None:
         ran[name] = (int(suite.get("tests", "0")), broken)
     assert set(ran) == SUITES, f"JUnit classes run: {sorted(ran)}"
     assert all(tests > 0 and broken == 0 for tests, broken in ran.values()), ran
+
+
+# The Java roles' formatter: google-java-format (Google's style, which java/ follows), the
+# newest release that runs on Java 17 (it ran on 25 too). It needs javac's internals opened.
+GJF = "com.google.googlejavaformat:google-java-format:1.28.0:jar:all-deps"
+GJF_OPENS = [
+    f"--add-exports=jdk.compiler/com.sun.tools.javac.{package}=ALL-UNNAMED"
+    for package in ("api", "code", "file", "parser", "tree", "util")
+]
+
+
+def google_java_format() -> list[str]:
+    """The command that runs google-java-format, fetched from Maven Central on first use."""
+    folder = paths.cache_dir() / "tools" / "google-java-format"
+    jar = folder / "google-java-format-1.28.0-all-deps.jar"
+    if not jar.exists():
+        fetched = subprocess.run(
+            [
+                find_maven(),
+                "-q",
+                "-B",
+                "dependency:copy",
+                f"-Dartifact={GJF}",
+                f"-DoutputDirectory={folder}",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=600,
+            check=False,
+        )
+        assert fetched.returncode == 0, (fetched.stdout + fetched.stderr)[-2000:]
+    return [find_java(), *GJF_OPENS, "-jar", str(jar)]
+
+
+def test_the_java_roles_are_formatted_by_google_java_format() -> None:
+    """`--dry-run` names every file it would change: none. To format them:
+    `java ...opens... -jar google-java-format-1.28.0-all-deps.jar --replace FILES`."""
+    sources = sorted(str(p) for p in (JAVA_POM.parent / "src").rglob("*.java"))
+    result = subprocess.run(
+        [*google_java_format(), "--dry-run", *sources],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.strip() == "", f"not formatted: {result.stdout.split()}"

@@ -13,11 +13,11 @@ import org.apache.kafka.streams.state.KeyValueIterator;
 import org.apache.kafka.streams.state.KeyValueStore;
 
 /**
- * One payment in, one result out: the payment's account gets one more payment and its
- * amount in the state store ("count,sum" per account), and the result carries the input's
- * fields plus the account's count and sum as the store now holds them. Every put goes to the
- * store's changelog topic (no cache in front), so a crash leaves in the changelog exactly
- * what was counted; which of it a replacement restores is what processing.guarantee decides.
+ * One payment in, one result out: the payment's account gets one more payment and its amount in the
+ * state store ("count,sum" per account), and the result carries the input's fields plus the
+ * account's count and sum as the store now holds them. Every put goes to the store's changelog
+ * topic (no cache in front), so a crash leaves in the changelog exactly what was counted; which of
+ * it a replacement restores is what processing.guarantee decides.
  */
 final class AccountCounter implements Processor<String, String, String, String> {
   static final String STORE = "account-totals";
@@ -73,7 +73,8 @@ final class AccountCounter implements Processor<String, String, String, String> 
     long id = value.get("id").asLong();
     RecordMetadata where = context.recordMetadata().orElseThrow();
     history.write(
-        "consumed", History.attrs("id", id, "partition", where.partition(), "offset", where.offset()));
+        "consumed",
+        History.attrs("id", id, "partition", where.partition(), "offset", where.offset()));
     if (processingMillis > 0) {
       try {
         Thread.sleep(processingMillis); // the work itself; gives a fault somewhere to land

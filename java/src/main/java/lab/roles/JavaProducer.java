@@ -24,17 +24,17 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
 import org.apache.kafka.common.serialization.StringSerializer;
 
 /**
- * The workload's producer on the Java client (kafka-clients), the twin of
- * engine/roles/producer.py: the same spec, the same keys and values, the same history events
- * ({@code start, ready, send, ack, fail, resume, txn_*, fenced, restart, done, error}) with the
- * same attributes, so the same checker, nemesis, explanations and sink judge it.
+ * The workload's producer on the Java client (kafka-clients), the twin of engine/roles/producer.py:
+ * the same spec, the same keys and values, the same history events ({@code start, ready, send, ack,
+ * fail, resume, txn_*, fenced, restart, done, error}) with the same attributes, so the same
+ * checker, nemesis, explanations and sink judge it.
  *
- * <p>The spec's {@code config} already holds the Java client's property names (the lab
- * translates a level's librdkafka settings in engine/java_client.py); nothing else is set but
- * the names an application must give, so the client's own defaults apply to the rest.
+ * <p>The spec's {@code config} already holds the Java client's property names (the lab translates a
+ * level's librdkafka settings in engine/java_client.py); nothing else is set but the names an
+ * application must give, so the client's own defaults apply to the rest.
  *
- * <p>Non-batch workloads flush after every message: each message is its own Produce request,
- * and "the third request" in a scenario means the third message, as with librdkafka.
+ * <p>Non-batch workloads flush after every message: each message is its own Produce request, and
+ * "the third request" in a scenario means the third message, as with librdkafka.
  */
 public final class JavaProducer {
   static final int MAX_RESTARTS = 3; // engine/roles/common.py's guard against a loop
@@ -249,8 +249,8 @@ public final class JavaProducer {
   }
 
   /**
-   * error: the Kafka protocol's name for it (as librdkafka's err.name() gives for broker
-   * errors), reason: its message, exception: the Java class the application's callback got.
+   * error: the Kafka protocol's name for it (as librdkafka's err.name() gives for broker errors),
+   * reason: its message, exception: the Java class the application's callback got.
    */
   /** How kafka-clients' Sender words a batch it expired (Sender.sendProducerData). */
   static final String EXPIRED = "has passed since batch creation";
@@ -283,10 +283,10 @@ public final class JavaProducer {
   }
 
   /**
-   * Whether this producer can do nothing more because its epoch is no longer its own: fenced,
-   * or (measured on 4.1.2, docs/java-client.md) the commit of a transaction the coordinator
-   * aborted for outliving transaction.timeout.ms, which the Java client reports as
-   * InvalidTxnStateException and treats as fatal where librdkafka reports a fenced producer.
+   * Whether this producer can do nothing more because its epoch is no longer its own: fenced, or
+   * (measured on 4.1.2, docs/java-client.md) the commit of a transaction the coordinator aborted
+   * for outliving transaction.timeout.ms, which the Java client reports as InvalidTxnStateException
+   * and treats as fatal where librdkafka reports a fenced producer.
    */
   static boolean epochLost(Throwable e) {
     return isFenced(e)
@@ -315,8 +315,7 @@ public final class JavaProducer {
         producer.close(java.time.Duration.ZERO);
         producer = new KafkaProducer<>(props);
         history.write(
-            "restart",
-            History.attrs("by", "the application", "transactional_id", txn.get("id")));
+            "restart", History.attrs("by", "the application", "transactional_id", txn.get("id")));
         producer.initTransactions();
         history.write("txn_init", History.attrs("transactional_id", txn.get("id")));
         ids = ProducerResume.idsToSend(spec, history, true);
@@ -362,10 +361,10 @@ public final class JavaProducer {
   }
 
   /**
-   * commitTransaction, saying in the history when the transaction was aborted instead: a
-   * fenced producer's transaction is aborted by the coordinator; an abortable error (the
-   * Java client's KafkaException that is neither fatal nor a timeout) is aborted here. A
-   * timeout leaves the outcome unknown (the Java client may retry the same commit).
+   * commitTransaction, saying in the history when the transaction was aborted instead: a fenced
+   * producer's transaction is aborted by the coordinator; an abortable error (the Java client's
+   * KafkaException that is neither fatal nor a timeout) is aborted here. A timeout leaves the
+   * outcome unknown (the Java client may retry the same commit).
    */
   void commit(int index, List<Long> chunk) {
     try {

@@ -1,9 +1,9 @@
 package lab.roles;
 
 /**
- * What a payment is, from its message id alone: the input values carry only an id, so the
- * account and the amount are derived from it, the same way as engine/streams.py derives the
- * truth the run is judged by (tests/unit/test_streams.py keeps the two equal).
+ * What a payment is, from its message id alone: the input values carry only an id, so the account
+ * and the amount are derived from it, the same way as engine/streams.py derives the truth the run
+ * is judged by (tests/unit/test_streams.py keeps the two equal).
  */
 final class Payments {
   private Payments() {}

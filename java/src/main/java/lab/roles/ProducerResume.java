@@ -21,9 +21,9 @@ import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 
 /**
- * What a replacement producer sends, decided as engine/roles/producer.py's ids_to_send does:
- * from the application's own outbox (its "sent" and "acked" marks) or from what the topic
- * holds at read_committed, never from another process's history. Also the outbox itself.
+ * What a replacement producer sends, decided as engine/roles/producer.py's ids_to_send does: from
+ * the application's own outbox (its "sent" and "acked" marks) or from what the topic holds at
+ * read_committed, never from another process's history. Also the outbox itself.
  */
 final class ProducerResume {
   private static final ObjectMapper JSON = new ObjectMapper();

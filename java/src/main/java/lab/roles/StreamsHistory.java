@@ -5,10 +5,10 @@ import java.util.Map;
 import java.util.Set;
 
 /**
- * The Streams role's record: the shared {@link History} (which also stops the role at its
- * fault point, {@link FailPoint}), plus what its idle watcher needs to know (the last event
- * written, when the last record was consumed), since Kafka Streams calls the role from
- * several threads (the stream thread, the producer's sender thread).
+ * The Streams role's record: the shared {@link History} (which also stops the role at its fault
+ * point, {@link FailPoint}), plus what its idle watcher needs to know (the last event written, when
+ * the last record was consumed), since Kafka Streams calls the role from several threads (the
+ * stream thread, the producer's sender thread).
  */
 final class StreamsHistory {
   private final History history;

@@ -19,17 +19,17 @@ import org.apache.kafka.streams.state.StoreBuilder;
 import org.apache.kafka.streams.state.Stores;
 
 /**
- * The lab's Kafka Streams processor: reads the payments topic, counts each account's
- * payments and sums their amounts in a state store backed by a changelog topic, and writes
- * one result per payment. The same application runs at every level; only
- * {@code processing.guarantee} (and {@code commit.interval.ms}, if the spec sets it) differs.
+ * The lab's Kafka Streams processor: reads the payments topic, counts each account's payments and
+ * sums their amounts in a state store backed by a changelog topic, and writes one result per
+ * payment. The same application runs at every level; only {@code processing.guarantee} (and {@code
+ * commit.interval.ms}, if the spec sets it) differs.
  *
- * <p>Spec (engine/streams.py builds it): bootstrap, application_id, instance_id, client_id,
- * input, output, processing_guarantee, commit_interval_ms (null: Streams' default), accounts,
+ * <p>Spec (engine/streams.py builds it): bootstrap, application_id, instance_id, client_id, input,
+ * output, processing_guarantee, commit_interval_ms (null: Streams' default), accounts,
  * processing_ms, state_dir, name, history, failpoint.
  *
- * <p>Events: start, consumed, output_acked, output_failed, committed, commit_rejected,
- * txn_abort, fenced, restore_started, restored, store_opened, idle, error, done.
+ * <p>Events: start, consumed, output_acked, output_failed, committed, commit_rejected, txn_abort,
+ * fenced, restore_started, restored, store_opened, idle, error, done.
  */
 public final class StreamsProcessor {
   /** Caught up: nothing consumed for this long while running. */
@@ -174,9 +174,9 @@ public final class StreamsProcessor {
   }
 
   /**
-   * Who fenced this instance, from the exception that ended its stream thread: its group (a
-   * newer static member with the same group.instance.id) or its transaction coordinator (a
-   * newer producer epoch); null for any other error.
+   * Who fenced this instance, from the exception that ended its stream thread: its group (a newer
+   * static member with the same group.instance.id) or its transaction coordinator (a newer producer
+   * epoch); null for any other error.
    */
   static String fencedBy(Throwable error) {
     for (Throwable e = error; e != null; e = e.getCause()) {
@@ -192,7 +192,8 @@ public final class StreamsProcessor {
 
   static Map<String, Object> printable(Map<String, Object> config) {
     Map<String, Object> shown = new TreeMap<>();
-    config.forEach((k, v) -> shown.put(k, v instanceof Class<?> c ? c.getName() : String.valueOf(v)));
+    config.forEach(
+        (k, v) -> shown.put(k, v instanceof Class<?> c ? c.getName() : String.valueOf(v)));
     return shown;
   }
 
@@ -209,8 +210,16 @@ public final class StreamsProcessor {
       history.write(
           "restore_started",
           History.attrs(
-              "store", store, "changelog", changelog.topic(), "partition", changelog.partition(),
-              "from", start, "to", end));
+              "store",
+              store,
+              "changelog",
+              changelog.topic(),
+              "partition",
+              changelog.partition(),
+              "from",
+              start,
+              "to",
+              end));
     }
 
     @Override
@@ -221,8 +230,14 @@ public final class StreamsProcessor {
       history.write(
           "restored",
           History.attrs(
-              "store", store, "changelog", changelog.topic(), "partition", changelog.partition(),
-              "records", restored));
+              "store",
+              store,
+              "changelog",
+              changelog.topic(),
+              "partition",
+              changelog.partition(),
+              "records",
+              restored));
     }
   }
 }

@@ -3,6 +3,7 @@ package lab.roles;
 import java.util.Map;
 import java.util.TreeMap;
 import java.util.concurrent.Future;
+import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.consumer.CommitFailedException;
 import org.apache.kafka.clients.consumer.Consumer;
 import org.apache.kafka.clients.consumer.ConsumerGroupMetadata;
@@ -20,15 +21,14 @@ import org.apache.kafka.common.errors.InvalidProducerEpochException;
 import org.apache.kafka.common.errors.ProducerFencedException;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
-import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.streams.KafkaClientSupplier;
 
 /**
- * The clients Kafka Streams runs on, the real ones, each watched where the lab's events
- * happen: the producer's delivery report of an output record ({@code output_acked}), the
- * commit of the input offsets (at_least_once: the main consumer's commitSync; exactly_once_v2:
- * sendOffsetsToTransaction then commitTransaction), and a fence. Kafka Streams offers no
- * commit callback of its own, so the commit is seen where Streams makes it.
+ * The clients Kafka Streams runs on, the real ones, each watched where the lab's events happen: the
+ * producer's delivery report of an output record ({@code output_acked}), the commit of the input
+ * offsets (at_least_once: the main consumer's commitSync; exactly_once_v2: sendOffsetsToTransaction
+ * then commitTransaction), and a fence. Kafka Streams offers no commit callback of its own, so the
+ * commit is seen where Streams makes it.
  */
 final class WatchedClients implements KafkaClientSupplier {
   private final StreamsHistory history;
@@ -198,7 +198,8 @@ final class WatchedClients implements KafkaClientSupplier {
                 "reason", String.valueOf(e.getMessage())));
         throw e;
       }
-      history.write("committed", History.attrs("offsets", inputOffsets(offsets), "how", "commitSync"));
+      history.write(
+          "committed", History.attrs("offsets", inputOffsets(offsets), "how", "commitSync"));
     }
   }
 }

@@ -11,8 +11,8 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * A fault point counts its event and nothing else. (Reaching it stops the JVM with SIGSTOP,
- * so that is shown by the Python tests that run the roles, tests/integration.)
+ * A fault point counts its event and nothing else. (Reaching it stops the JVM with SIGSTOP, so that
+ * is shown by the Python tests that run the roles, tests/integration.)
  */
 class FailPointTest {
   @TempDir Path dir;
