@@ -10,7 +10,7 @@ import streamlit as st
 from engine import logs
 from engine.cluster import Cluster
 from pages._log_common import no_none, not_ready, table
-from pages._presenter import room_table
+from pages._presenter import presenter_on, room_table
 from pages._roles import is_presenter, require_presenter
 from pages._run_view import scroll_to_key
 from pages._shared import show_error
@@ -149,7 +149,8 @@ def compaction_tab(cluster: Cluster | None) -> None:
 
 def show_compaction(result: logs.CompactionResult) -> None:
     rows = logs.compaction_rows(result)
-    st.subheader(f"`{result.topic}`")
+    # The topic's name carries a run id: the engineer's, not the projector's.
+    st.subheader("The compacted topic" if presenter_on() else f"`{result.topic}`")
     for note in result.notes:
         st.warning(note, icon="⏱️")
     removed = sum(1 for r in rows if r["status"].endswith("removed") and r["key"] != logs.ROLL_KEY)

@@ -20,7 +20,7 @@ from engine import record
 from engine.errors import LabError
 from engine.scenario import list_scenarios, load_scenario
 from engine.words import process_words
-from pages._presenter import room_chart, room_table
+from pages._presenter import presenter_on, room_chart, room_table
 from pages._roles import is_presenter
 from pages._run_control import run_live
 from pages._shared import cluster_service, require_app, show_error
@@ -97,7 +97,8 @@ calls.metric(
     help="calls of the zombie's transaction (adding offsets or partitions, ending it) that "
     "the transaction coordinator refused for its out-of-date epoch",
 )
-st.caption(f"`transactional.id = {txn_id}`")
+if not presenter_on():  # the id carries the run's id: for the engineer's screen, not the projector
+    st.caption(f"`transactional.id = {txn_id}`")
 for event in fenced:
     match = PID_EPOCH.search(event.get("reason", ""))
     detail = f" (producer id {match[1]}, old epoch {match[2]})" if match else ""
