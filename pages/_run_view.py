@@ -17,7 +17,7 @@ import streamlit as st
 from engine import record
 from engine.checker import LATENCY_DEFINITION
 from engine.faults import KINDS, say_fault
-from engine.faults.base import HURT
+from engine.faults.base import HURT, FaultKind
 from engine.live import fault_fold, fault_raw, fault_text, fold_text, nemesis_text
 from engine.words import PROXY_WORDS, process_words, room_words
 from pages._presenter import DESK_PX, ROOM_PX, presenter_on, room_table
@@ -801,27 +801,28 @@ def place_labels(
     return placed
 
 
-PAUSED = KINDS["pause"].colour  # a pause's band lasts until its resume
-
-
 def fault_bands(result: dict[str, Any], start: float) -> list[dict[str, Any]]:
-    """Faults as time bands: a pause lasts until its resume; an instant fault gets 50 ms.
+    """Faults as time bands: a lasting fault (its kind's `ended_by`: a pause) until the record
+    that ends it, for the same target; an instant fault gets 50 ms.
 
     Each band has the room's words (`label`), the engine's names (`raw`, small type), and
     `fold`: equal for repeats of one fault, which fold_bands merges.
     """
     bands = []
-    paused_at: dict[str, float] = {}
+    # (the kind that ends it, its target) -> (when it began, its kind, its record)
+    lasting: dict[tuple[str, str], tuple[float, FaultKind, dict[str, Any]]] = {}
     for fault in result.get("faults", []):
         kind, t = fault["kind"], fault["t"] - start
-        if kind == "pause":
-            paused_at[str(fault.get("target"))] = t
-            continue
-        if kind == "resume" and str(fault.get("target")) in paused_at:
-            target = str(fault["target"])
-            bands.append(band(paused_at.pop(target), t, f"{target} frozen", PAUSED, "SIGSTOP"))
-            continue
         fault_kind = KINDS.get(kind) if fault.get("source") != "proxy" else None
+        target = str(fault.get("target"))
+        if fault_kind is not None and fault_kind.ended_by:
+            lasting[(fault_kind.ended_by, target)] = (t, fault_kind, fault)
+            continue
+        if (kind, target) in lasting:
+            began, its_kind, record = lasting.pop((kind, target))
+            label, raw = its_kind.lasting(record)
+            bands.append(band(began, t, label, its_kind.colour, raw))
+            continue
         if kind in ("rules_cleared", "latency_set", "connection_reset") or (
             fault_kind is not None and not fault_kind.drawn
         ):
@@ -841,8 +842,9 @@ def fault_bands(result: dict[str, Any], start: float) -> list[dict[str, Any]]:
                 "fold_label": fold_text(event, label) if event["ev"] == "proxy" else label,
             }
         )
-    for target, t in paused_at.items():
-        bands.append(band(t, t + 0.05, f"{target} frozen", PAUSED, "SIGSTOP"))
+    for began, its_kind, record in lasting.values():  # never ended within the level
+        label, raw = its_kind.lasting(record)
+        bands.append(band(began, began + 0.05, label, its_kind.colour, raw))
     return bands
 
 

@@ -140,6 +140,9 @@ class FaultKind(ABC):
     # A crash or pause that a role's own events trigger stops at an armed fault point
     # (engine.failpoints) instead of being signalled a little late.
     stops_at_point: ClassVar[bool] = False
+    # A fault that lasts until another kind's record ends it for the same target (a pause
+    # until its resume): the timeline draws one band from the one to the other.
+    ended_by: ClassVar[str | None] = None
 
     @abstractmethod
     def fire(self, fault: FaultParams, nemesis: NemesisState) -> None:
@@ -153,6 +156,10 @@ class FaultKind(ABC):
     def short(self, event: dict[str, Any]) -> str | None:
         """A chart's label when `live` runs long; None: the live line is short already."""
         return None
+
+    def lasting(self, event: dict[str, Any]) -> tuple[str, str]:
+        """A lasting fault's band (`ended_by`): its label and its raw name, in small type."""
+        return f"{event.get('target')} {self.words}", self.name
 
     @abstractmethod
     def evidence(self, event: dict[str, Any], where: str | None) -> str | None:

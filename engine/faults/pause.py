@@ -35,6 +35,7 @@ class Pause(FaultKind):
     colour = FROZEN
     default_target = "processor"
     stops_at_point = True
+    ended_by = "resume"  # a band on the timeline until the resume that wakes it
     free_play = FreePlayControl(
         strike="freeze-processor",
         label="🧊 Freeze the processor",
@@ -71,6 +72,9 @@ class Pause(FaultKind):
 
     def live(self, event: dict[str, Any], point: str) -> str:
         return f"{event.get('target')} frozen (SIGSTOP){point}"
+
+    def lasting(self, event: dict[str, Any]) -> tuple[str, str]:
+        return f"{event.get('target')} frozen", str(event.get("signal") or "SIGSTOP")
 
     def evidence(self, event: dict[str, Any], where: str | None) -> str | None:
         return f"{event.get('target')} was frozen (SIGSTOP){' ' + where if where else ''}."

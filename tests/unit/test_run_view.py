@@ -447,3 +447,39 @@ def test_room_sized_raises_every_text_of_any_figure_and_drops_small_spans():
     assert all("<span" not in a.text for a in sized.layout.annotations)
     big = room_sized(go.Figure(layout={"font": {"size": 30}}))
     assert big.layout.font.size == 30  # larger type stays as it is
+
+
+def test_a_lasting_fault_is_one_band_until_the_record_that_ends_it(monkeypatch):
+    """The pairing is the kind's (`ended_by`), not the page's: a pause lasts until its resume,
+    and a made-up lasting kind registered beside it is drawn the same way."""
+    from engine.faults import KINDS
+    from engine.faults.base import FaultKind
+
+    class SlowDisk(type(KINDS["pause"])):
+        name = "slow-disk"
+        words = "on a slow disk"
+        colour = "#123456"
+        ended_by = "disk-healed"
+
+        def lasting(self, event):
+            return f"node {event['node']} on a slow disk", "fsync 2 s"
+
+    monkeypatch.setitem(KINDS, "slow-disk", SlowDisk())
+    result = {
+        "faults": [
+            {"t": 11.0, "kind": "pause", "target": "processor", "signal": "SIGSTOP"},
+            {"t": 12.0, "kind": "slow-disk", "target": "2", "node": 2},
+            {"t": 13.5, "kind": "resume", "target": "processor"},
+            {"t": 15.0, "kind": "disk-healed", "target": "2"},
+            {"t": 16.0, "kind": "pause", "target": "sink", "signal": "SIGSTOP"},  # never woken
+        ]
+    }
+    bands = {
+        (b["label"], b["raw"]): (b["x0"], b["x1"], b["colour"]) for b in fault_bands(result, 10.0)
+    }
+    assert bands == {
+        ("processor frozen", "SIGSTOP"): (1.0, 3.5, KINDS["pause"].colour),
+        ("node 2 on a slow disk", "fsync 2 s"): (2.0, 5.0, "#123456"),
+        ("sink frozen", "SIGSTOP"): (6.0, 6.05, KINDS["pause"].colour),
+    }
+    assert isinstance(KINDS["slow-disk"], FaultKind)
