@@ -23,7 +23,7 @@ from typing import Any
 
 from engine.checker import EPOCH_ANSWERS, LevelCounts, Verdict
 from engine.client_evidence import client_evidence
-from engine.faults import KINDS
+from engine.faults import KINDS, takes_leader_away
 from engine.levels import LEVELS
 from engine.streams import store_evidence
 from engine.words import nodes_words, point_words, process_words, say_error
@@ -407,11 +407,7 @@ def wrote_after_leader_loss(history: Sequence[dict[str, Any]]) -> str | None:
     """A producer whose first write came only after the leader was killed or stopped: its
     counts say nothing about writes the dead leader held, and the room must be told so."""
     lost_at = next(
-        (
-            e["t"]
-            for e in history
-            if e.get("ev") == "nemesis" and e.get("kind") in ("kill-leader", "stop-leader")
-        ),
+        (e["t"] for e in history if e.get("ev") == "nemesis" and takes_leader_away(e)),
         None,
     )
     if lost_at is None:
@@ -505,7 +501,7 @@ def broker_answers(faults: Sequence[dict[str, Any]]) -> list[str]:
     for fault in faults:
         if fault.get("source") == "proxy" and fault.get("kind") == "produce_error":
             by_error[(fault.get("node"), fault.get("error"))].append(fault)
-        elif fault.get("kind") in ("stop-leader", "kill-leader") and fault.get("source") != "proxy":
+        elif takes_leader_away(fault):
             taken_down.add(fault.get("node"))
     out = []
     for (node, error), seen in by_error.items():

@@ -17,6 +17,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 import re
+from typing import Any
 
 from pydantic import field_validator, model_validator
 
@@ -139,6 +140,12 @@ def armed_point(fault: FaultParams) -> FailPoint | None:
 def reaches_beyond_level(faults: list[Fault]) -> bool:
     """Whether a fault of this list can touch another level's (or run's) clients."""
     return any(kind_of(f.kind).reach != "level" for f in faults)
+
+
+def takes_leader_away(record: dict[str, Any]) -> bool:
+    """Whether a nemesis record is a fault that took the partition's leader away."""
+    kind = KINDS.get(str(record.get("kind"))) if record.get("source") != "proxy" else None
+    return kind is not None and kind.takes_leader_away
 
 
 def fault_words(kind: str) -> str:

@@ -143,6 +143,9 @@ class FaultKind(ABC):
     # A fault that lasts until another kind's record ends it for the same target (a pause
     # until its resume): the timeline draws one band from the one to the other.
     ended_by: ClassVar[str | None] = None
+    # It takes the partition's leader away (killed or shut down): writes it held may be gone,
+    # and an answer from another node before the election is not a stale one.
+    takes_leader_away: ClassVar[bool] = False
 
     @abstractmethod
     def fire(self, fault: FaultParams, nemesis: NemesisState) -> None:

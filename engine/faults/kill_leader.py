@@ -24,6 +24,7 @@ class KillLeader(FaultKind):
     reach = "brokers"
     words = "partition leader killed"
     colour = KILLED
+    takes_leader_away = True
     # Free play fires it on the first level and records it in the others (engine.freeplay).
     free_play = FreePlayControl(
         strike="kill-leader",

@@ -17,6 +17,7 @@ class StopLeader(FaultKind):
     reach = "brokers"
     words = "partition leader shut down cleanly"
     colour = HURT
+    takes_leader_away = True
 
     def fire(self, fault: FaultParams, nemesis: NemesisState) -> None:
         leader = nodes.leader(nemesis)

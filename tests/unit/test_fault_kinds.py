@@ -302,3 +302,17 @@ def test_a_follower_frozen_at_0_s_is_wholly_frozen_before_the_first_message(monk
     nemesis.wait_settled()
     assert time.monotonic() - began >= 0.5
     assert KINDS["pause-follower"].settle_s(faults.Fault(kind="pause-follower")) > 0.5
+
+
+def test_the_kinds_that_take_the_leader_away_say_so_themselves():
+    """explain's leader-loss sentences ask the kind (takes_leader_away), not its name."""
+    from engine.faults import KINDS, takes_leader_away
+
+    assert {name for name, kind in KINDS.items() if kind.takes_leader_away} == {
+        "kill-leader",
+        "stop-leader",
+    }
+    assert takes_leader_away({"ev": "nemesis", "kind": "kill-leader", "node": 1})
+    assert not takes_leader_away({"kind": "kill-follower", "node": 2})
+    assert not takes_leader_away({"kind": "kill-leader", "source": "proxy"})
+    assert not takes_leader_away({"kind": "isr", "isr": [1]})
