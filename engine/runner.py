@@ -111,6 +111,12 @@ def run_scenario(
             f"{len(cluster.node_ids)}. Start one with `python -m engine cluster up --nodes "
             f"{scenario.nodes}`."
         )
+    if scenario.kafka_from is not None and scenario.kafka_from.refuses(cluster.kafka_version):
+        raise LabError(
+            f"Scenario '{scenario.name}' needs Kafka {scenario.kafka_from.version} or newer "
+            f"({scenario.kafka_from.why}); this cluster runs Kafka {cluster.kafka_version}. "
+            f"Run it on a newer one, e.g. --kafka-version {paths.pom_kafka_version()}."
+        )
     schedule = schedule_of(scenario, side_by_side)
     # A level whose own prerequisite is missing (a database) is not run; the others are, and
     # the run records and returns them with the reason, which the pages and the CLI show.

@@ -56,6 +56,19 @@ class Source(_Strict):
         )
 
 
+class KafkaFrom(_Strict):
+    """The oldest Kafka release on which a scenario's story holds: a default it relies on
+    that older releases lack (eligible leader replicas, on in new clusters from 4.1)."""
+
+    version: Annotated[str, Field(pattern=r"^\d+\.\d+$")]  # major.minor, e.g. "4.1"
+    why: Annotated[str, Field(min_length=10)]  # what that release brought, with its source
+
+    def refuses(self, kafka: str) -> bool:
+        """Whether a cluster of release `kafka` ("4.0.0") is older than this."""
+        have = tuple(int(p) for p in kafka.split(".")[:2])
+        return have < tuple(int(p) for p in self.version.split("."))
+
+
 class Workload(_Strict):
     messages: Annotated[int, Field(gt=0, le=1_000_000)] = 20
     partitions: Annotated[int, Field(gt=0, le=64)] = 1
@@ -119,6 +132,8 @@ class Scenario(_Strict):
     # fault or an ISR change may have moved them, with Kafka's topic tool (a JVM per read),
     # and collect the brokers' log lines on its unclean elections and truncations.
     watch_elr: bool = False
+    # The oldest Kafka release its story holds on, when newer than the lab's oldest (4.0).
+    kafka_from: KafkaFrom | None = None
     # Record the judged partition's last stable offset and high watermark whenever either
     # moves (read from its leader at both isolation levels), for the isolation view.
     watch_offsets: bool = False

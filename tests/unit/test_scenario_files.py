@@ -222,3 +222,34 @@ def test_how_the_levels_share_time():
     assert schedule_of(leader_moves) == "one-at-a-time"
     with pytest.raises(LabError, match="run one at a time"):
         schedule_of(leader_moves, True)
+
+
+def test_a_scenario_whose_story_needs_a_newer_kafka_is_refused_in_one_line_before_it_runs():
+    """all-replicas-down's election is ELR's, which new clusters have from Kafka 4.1: on a
+    4.0.0 cluster the run is refused before any topic is made; on 4.1.2 and 4.4.0 it is not."""
+    from types import SimpleNamespace
+
+    from engine.runner import run_scenario
+
+    scenario = load_scenario(list_scenarios()["all-replicas-down"])
+    assert scenario.kafka_from is not None
+    assert [scenario.kafka_from.refuses(v) for v in ("4.0.0", "4.1.2", "4.4.0", "5.0.0")] == [
+        True,
+        False,
+        False,
+        False,
+    ]
+    cluster = SimpleNamespace(node_ids=[1, 2, 3], kafka_version="4.0.0")
+    with pytest.raises(LabError) as refused:
+        run_scenario(scenario, cluster)  # type: ignore[arg-type]
+    message = str(refused.value)
+    assert "\n" not in message
+    assert "needs Kafka 4.1 or newer" in message and "runs Kafka 4.0.0" in message
+    assert "--kafka-version" in message
+    unrestricted = [n for n, p in list_scenarios().items() if load_scenario(p).kafka_from is None]
+    assert "ack-loss" in unrestricted
+
+
+def test_kafka_from_takes_a_major_minor_release():
+    with pytest.raises(ScenarioError, match="kafka_from"):
+        parse_scenario(VALID + 'kafka_from: {version: "4.1.2", why: "a reason long enough"}\n')
