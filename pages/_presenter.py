@@ -93,11 +93,6 @@ ROOM_PX = 24
 DESK_PX = 16  # a chart's type on an engineer's screen
 
 
-def chart_px() -> int:
-    """A chart's smallest type in this session: ROOM_PX on the projector, else DESK_PX."""
-    return ROOM_PX if presenter_on() else DESK_PX
-
-
 def room_sized(figure: go.Figure, px: int = ROOM_PX) -> go.Figure:
     """`figure` with every text at least `px`: its default, axes, legend, titles and notes.
 
