@@ -205,21 +205,18 @@ public final class StreamsProcessor {
       this.history = history;
     }
 
+    /** Which store a restore event is about, and from which changelog partition. */
+    private static Map<String, Object> where(String store, TopicPartition changelog) {
+      return History.attrs(
+          "store", store, "changelog", changelog.topic(), "partition", changelog.partition());
+    }
+
     @Override
     public void onRestoreStart(TopicPartition changelog, String store, long start, long end) {
-      history.write(
-          "restore_started",
-          History.attrs(
-              "store",
-              store,
-              "changelog",
-              changelog.topic(),
-              "partition",
-              changelog.partition(),
-              "from",
-              start,
-              "to",
-              end));
+      Map<String, Object> attrs = where(store, changelog);
+      attrs.put("from", start);
+      attrs.put("to", end);
+      history.write("restore_started", attrs);
     }
 
     @Override
@@ -227,17 +224,9 @@ public final class StreamsProcessor {
 
     @Override
     public void onRestoreEnd(TopicPartition changelog, String store, long restored) {
-      history.write(
-          "restored",
-          History.attrs(
-              "store",
-              store,
-              "changelog",
-              changelog.topic(),
-              "partition",
-              changelog.partition(),
-              "records",
-              restored));
+      Map<String, Object> attrs = where(store, changelog);
+      attrs.put("records", restored);
+      history.write("restored", attrs);
     }
   }
 }
