@@ -413,8 +413,8 @@ def draw_damage(run_id: str, version: float, levels: tuple[str, ...], projector:
     shown = ("messages", *COMPARED)
     counts = pd.DataFrame({level: {k: r.get(k) for k in shown} for level, r in results.items()})
     # Rows headed in words, not by the checker's field names (aborted_visible).
-    room_table(counts.rename(index=COUNT_WORDS), width="stretch")
-    room_chart(rates_figure(results), width="stretch", key="metrics_rates")
+    room_table(counts.rename(index=COUNT_WORDS), projector=projector, width="stretch")
+    room_chart(rates_figure(results), projector=projector, width="stretch", key="metrics_rates")
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
@@ -424,19 +424,23 @@ def draw_latency(
     """The latency distribution beside its percentiles."""
     results = _version_results(run_id, version, levels)
     left, right = st.columns([3, 2])
-    room_chart(
-        latency_cdf_figure(results, log_x=log_x), where=left, width="stretch", key="metrics_cdf"
+    cdf = latency_cdf_figure(results, log_x=log_x)
+    room_chart(cdf, where=left, projector=projector, width="stretch", key="metrics_cdf")
+    room_table(
+        percentile_table(results),
+        where=right,
+        projector=projector,
+        hide_index=True,
+        width="stretch",
     )
-    room_table(percentile_table(results), where=right, hide_index=True, width="stretch")
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
 def draw_throughput(run_id: str, version: float, levels: tuple[str, ...], projector: bool) -> None:
     results = _version_results(run_id, version, levels)
     type_px = ROOM_PX if projector else DESK_PX  # its fault labels are placed at that size
-    room_chart(
-        throughput_figure(results, type_px=type_px), width="stretch", key="metrics_throughput"
-    )
+    figure = throughput_figure(results, type_px=type_px)
+    room_chart(figure, projector=projector, width="stretch", key="metrics_throughput")
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
@@ -448,5 +452,6 @@ def draw_history(
     """A scenario's runs across time; `versions` (run id, metrics version) of `_saved`, in its
     order, is the cache's key."""
     frame = history_frame(_saved)
-    room_chart(history_figure(frame), width="stretch", key="metrics_history")
-    room_table(frame.drop(columns=["started_at"]), hide_index=True, width="stretch")
+    room_chart(history_figure(frame), projector=projector, width="stretch", key="metrics_history")
+    shown = frame.drop(columns=["started_at"])
+    room_table(shown, projector=projector, hide_index=True, width="stretch")

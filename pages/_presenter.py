@@ -129,23 +129,32 @@ def _bigger_text(at_least: Callable[[float | None], int]) -> Callable[[Any], Non
     return bump
 
 
-def room_chart(figure: go.Figure, *, where: Any = None, **kwargs: Any) -> None:
-    """st.plotly_chart, in projector type when the projector view is on."""
+def room_chart(
+    figure: go.Figure, *, where: Any = None, projector: bool | None = None, **kwargs: Any
+) -> None:
+    """st.plotly_chart, in projector type when the projector view is on (`projector`, given
+    by a cached drawing whose key it is; else this session's view)."""
     target = where if where is not None else st
-    target.plotly_chart(room_sized(figure) if presenter_on() else figure, **kwargs)
+    on = presenter_on() if projector is None else projector
+    target.plotly_chart(room_sized(figure) if on else figure, **kwargs)
 
 
 def room_table(
-    data: Any, *, where: Any = None, hide_index: bool | None = None, **kwargs: Any
+    data: Any,
+    *,
+    where: Any = None,
+    hide_index: bool | None = None,
+    projector: bool | None = None,
+    **kwargs: Any,
 ) -> None:
     """st.dataframe, or on the projector st.table, whose cells take the projector's type.
 
     st.dataframe draws its cells on a canvas at a size no page style reaches; st.table is
     HTML, so STYLE sets its cells at 1.2rem. The keyword arguments only st.dataframe knows
-    (height, width, column_config...) apply at the desk.
+    (height, width, column_config...) apply at the desk. `projector` as for room_chart.
     """
     target = where if where is not None else st
-    if presenter_on():
+    if presenter_on() if projector is None else projector:
         target.table(data, hide_index=hide_index)
     else:
         target.dataframe(data, hide_index=hide_index, **kwargs)
