@@ -17,7 +17,7 @@ from engine.vote import Ballot, save_vote
 from pages._follow import room_feed
 from pages._roles import is_presenter, room_watches
 from pages._run_control import run_live
-from pages._run_view import render_run
+from pages._run_view import render_run, scroll_to_selector
 from pages._shared import (
     ClusterService,
     cluster_service,
@@ -47,22 +47,6 @@ def restart_progress(service: ClusterService) -> None:
     with st.status("Restarting the cluster…", expanded=True):
         for line in service.steps:
             st.write(line)
-
-
-def scroll_to(anchor: str) -> None:
-    """Bring a heading to the top of the screen: the run's verdict, the count its explanation
-    cites and the explanation sit under "3 · Explain", a screen below the prediction.
-
-    Streamlit has no scrolling call; a script in the page (st.html runs it when asked to)
-    scrolls it, trying for a moment until the heading is drawn.
-    """
-    st.html(
-        "<script>let tries = 0; const go = () => {"
-        f"const el = window.parent.document.getElementById('{anchor}');"
-        "if (el) { el.scrollIntoView({block: 'start'}); }"
-        "else if (tries++ < 40) { setTimeout(go, 50); } }; go();</script>",
-        unsafe_allow_javascript=True,
-    )
 
 
 def cluster_fits(service: ClusterService, nodes: int) -> bool:
@@ -288,7 +272,7 @@ if here.plain_runs:
     results = run["result"]["results"]
     st.subheader("3 · Explain", anchor="explain")
     if st.session_state.pop(f"{widget}-scroll", False):
-        scroll_to("explain")
+        scroll_to_selector("#explain")
     explain(step, here.vote, results, room.step(ballot.key) if in_a_room else None)
     runs_side_by_side(step, here.runs, here.what_ifs)
     what_if_block(step, here.runs, here.what_ifs)
