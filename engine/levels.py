@@ -110,7 +110,8 @@ IDEMPOTENT_ONLY = Level(
         "lab's client) defaults enable.idempotence to false. The Java client defaults it to "
         "true (from 3.0.1, 3.1.1 and 3.2.0), but turns it off without an error when it was "
         "not set explicitly and acks or retries conflict with it (an in-flight limit above 5 "
-        "is refused instead; measured on 4.1.2, docs/java-client.md)."
+        "is refused instead; measured on 4.1.2 and 4.4.0, docs/java-client.md and "
+        "tests/integration/test_java_producer.py)."
     ),
     producer={"acks": "all", "enable.idempotence": True},
     consumer={"enable.auto.commit": False, "isolation.level": "read_uncommitted", **SINK_READS},
@@ -135,8 +136,8 @@ IDEMPOTENCY_KEY = Level(
 )
 
 # Kafka Streams (java/src/main/java/lab/roles/StreamsProcessor.java, engine/streams.py): the
-# same application at both levels, one setting apart. `producer` is what Kafka Streams 4.1.2
-# sets on its own producer (StreamsConfig's PRODUCER_DEFAULT_OVERRIDES and, at
+# same application at both levels, one setting apart. `producer` is what Kafka Streams (read
+# in 4.1.2 and 4.4.0) sets on its own producer (StreamsConfig's PRODUCER_DEFAULT_OVERRIDES and, at
 # exactly_once_v2, PRODUCER_EOS_OVERRIDES); the role records the full effective set.
 STREAMS_AT_LEAST_ONCE = Level(
     name="streams-at-least-once",

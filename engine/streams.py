@@ -1,8 +1,9 @@
 """The Kafka Streams processor role: its spec, and the truth its state store is judged by.
 
 The role itself is Java (java/src/main/java/lab/roles/StreamsProcessor.java), a real Kafka
-Streams 4.1.2 application built by the lab's setup (engine/java_roles.py) and run as its own
-OS process on the same leash as the Python roles, so a crash is a real SIGKILL of the JVM.
+Streams application at the lab's Kafka version (engine/paths.py), built by the lab's setup
+(engine/java_roles.py) and run as its own OS process on the same leash as the Python roles,
+so a crash is a real SIGKILL of the JVM.
 It reads the payments topic (values {"id", "created_at", ...}, as engine/roles/producer.py
 writes them), counts each account's payments and sums their amounts in a state store
 backed by a changelog topic, and writes one result per payment: the input's fields plus

@@ -8,6 +8,7 @@ import json
 import streamlit as st
 
 from engine.levels import CORE_LEVELS, LEVELS, PROCESSOR_CONSUMER
+from engine.paths import kafka_version
 from engine.teaching import lesson_plans, nodes_text
 from pages._shared import cluster_service, require_app
 from pages._teacher import lesson_cluster
@@ -78,7 +79,8 @@ for column, name in zip(st.columns(2), ("idempotent-only", "idempotency-key"), s
 
 st.header("Kafka Streams, and each client's own defaults")
 st.caption(
-    "A Kafka Streams application (Kafka Streams 4.1.2, in its own JVM) at its two "
+    f"A Kafka Streams application (Kafka Streams {kafka_version()}, the version of the lab's "
+    "Kafka, in its own JVM) at its two "
     "processing.guarantee values, one setting apart; and a level that names no delivery "
     "setting, run on librdkafka or on the Java producer (the Failure lab's client choice)."
 )

@@ -3,9 +3,10 @@ replicas (NOT_ENOUGH_REPLICAS), on a real 3-node cluster.
 
 A partition on two nodes with min.insync.replicas=2; its follower stopped (SIGSTOP) until the
 controller fences it and the ISR is the leader alone. Then both producer roles (librdkafka
-from Python, kafka-clients 4.1.2 from Java) write with acks=all and the same settings, and the
-test reads what each one's delivery report said. The fault proxy is not in the way: the
-roles talk to the brokers directly, so every answer is the broker's own.
+from Python, kafka-clients at the lab's Kafka version from Java) write with acks=all and
+the same settings, and the test reads what each one's delivery report said. The fault proxy
+is not in the way: the roles talk to the brokers directly, so every answer is the broker's
+own.
 
 Measured here: retrying, neither application sees the broker's refusal. librdkafka reports
 each message as timed out (`_MSG_TIMED_OUT`) when message.timeout.ms is spent; the Java

@@ -1,5 +1,6 @@
-"""The Java producer (lab.roles.JavaProducer, kafka-clients 4.1.2) under a lost ack, on a
-real broker, beside librdkafka: the same scenario file, the same checker, kcat's counts.
+"""The Java producer (lab.roles.JavaProducer, kafka-clients at the lab's Kafka version) under
+a lost ack, on a real broker, beside librdkafka: the same scenario file, the same checker,
+kcat's counts.
 
 Each check is also shown failing on the case it contrasts with (the same predicate on the
 other level or the other client), so none passes for want of a fault.
@@ -129,8 +130,8 @@ def test_with_each_clients_defaults_librdkafka_duplicates_and_java_does_not(
 
 
 def test_the_java_client_reports_what_its_defaults_really_are(defaults_runs, java_ack_loss):
-    """kafka-clients 4.1.2 resolved its defaults to an idempotent producer with acks=all;
-    told enable.idempotence=false (at-least-once), it is not."""
+    """kafka-clients (the lab's version) resolved its defaults to an idempotent producer with
+    acks=all; told enable.idempotence=false (at-least-once), it is not."""
     effective = producer_start(defaults_runs["java"], "client-defaults")["effective"]
     assert effective["enable.idempotence"] is True
     assert effective["acks"] in ("all", "-1")
@@ -199,7 +200,7 @@ def test_sigterm_ends_the_java_producer_cleanly_and_at_once(cluster1, tmp_path):
 
 
 def resolve_java(*settings: str) -> dict[str, Any]:
-    """What kafka-clients 4.1.2 resolves for these settings, asked of the role itself."""
+    """What the lab's kafka-clients resolves for these settings, asked of the role itself."""
     command = java_command(JAVA_PRODUCER_MAIN, "--resolve", *settings)
     out = subprocess.run(command, capture_output=True, text=True, timeout=120, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
