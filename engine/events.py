@@ -59,6 +59,13 @@ class Event(StrEnum):
     # the sink with an idempotency key
     EFFECT_APPLIED = "effect_applied"
     EFFECT_SKIPPED = "effect_skipped"
+    # the share-group worker (engine/roles/share_worker.py), beside idle and output_acked
+    SUBSCRIBED = "subscribed"
+    DELIVERED = "delivered"
+    PROCESSING_FAILED = "processing_failed"
+    ACKNOWLEDGED = "acknowledged"
+    ACK_COMMITTED = "ack_committed"
+    ACK_REFUSED = "ack_refused"
     # the nemesis and the fault proxy, as history lines (their `kind` says more)
     NEMESIS = "nemesis"
     PROXY = "proxy"

@@ -67,6 +67,13 @@ EVENT_WORDS: dict[Event, str] = {
     # the sink with an idempotency key
     Event.EFFECT_APPLIED: "applied to the database",
     Event.EFFECT_SKIPPED: "already in the database: skipped",
+    # the share-group worker
+    Event.SUBSCRIBED: "joined its share group",
+    Event.DELIVERED: "handed a record under a lock (its delivery count says which time)",
+    Event.PROCESSING_FAILED: "failed to process it",
+    Event.ACKNOWLEDGED: "acknowledged a record (ACCEPT, RELEASE or REJECT)",
+    Event.ACK_COMMITTED: "acknowledgements sent and taken",
+    Event.ACK_REFUSED: "acknowledgements refused",
     # the nemesis and the fault proxy, as history lines (their `kind` says more)
     Event.NEMESIS: "fault",
     Event.PROXY: "fault proxy",
