@@ -23,7 +23,10 @@ import subprocess
 import time
 from collections import Counter
 from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 from confluent_kafka import Producer
@@ -124,6 +127,45 @@ def share_group_lag(bootstrap: str, group: str) -> int | None:
     return int(lags[0]) if lags and lags[0].isdigit() else None
 
 
+SHARE_LOGGERS = ("kafka.server.share.SharePartition", "kafka.server.share.SharePartitionManager")
+
+
+@contextmanager
+def share_partition_trace(cluster) -> Iterator[None]:
+    """Kafka's share partition and its manager log at TRACE on node 1 meanwhile (a broker
+    logger set through the Admin API, ConfigCommand), then at the broker's own level again."""
+
+    def loggers(*change: str) -> None:
+        done = kafka_tool(
+            cluster.kafka_version,
+            "org.apache.kafka.tools.ConfigCommand",
+            "--bootstrap-server", cluster.direct_bootstrap,
+            "--alter", "--entity-type", "broker-loggers", "--entity-name", "1",
+            *change,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stdout + done.stderr
+
+    loggers("--add-config", ",".join(f"{name}=TRACE" for name in SHARE_LOGGERS))
+    try:
+        yield
+    finally:
+        loggers("--delete-config", ",".join(SHARE_LOGGERS))
+
+
+def stamp_of(line: str) -> float:
+    """A log4j line's "[%d]" stamp (local time) as epoch seconds."""
+    return datetime.strptime(line[1:24], "%Y-%m-%d %H:%M:%S,%f").timestamp()
+
+
+def broker_says(cluster, since: float, *fragments: str) -> list[str]:
+    """Node 1's log lines since `since` that hold every fragment."""
+    return [
+        line
+        for line in cluster.node_log_since(1, since)
+        if all(fragment in line for fragment in fragments)
+    ]
+
+
 class Workers:
     """Share workers started on the lab's leash, each with its own history."""
 
@@ -132,6 +174,7 @@ class Workers:
     ) -> None:
         self.folder, self.bootstrap, self.topic, self.group = folder, bootstrap, topic, group
         self.client = client
+        self.cluster: Any = None  # the cluster, where a test reads its broker's log
         self.output = f"{topic}-out"
         self.started: list[RoleProcess] = []
 
@@ -192,6 +235,7 @@ def workers(request, cluster1, tmp_path) -> Iterator[Workers]:
     make_topic(bootstrap, f"{topic}-out")
     read_from_the_start(bootstrap, group)
     crew = Workers(tmp_path, bootstrap, topic, group, request.param)
+    crew.cluster = cluster1
     try:
         yield crew
     finally:
@@ -270,18 +314,26 @@ def test_a_killed_workers_records_come_back_and_its_written_outputs_repeat(worke
     # The broker's own reading while the stopped worker holds them: no state recorded yet
     # (the tool prints "-"), against 0 once they are all acknowledged.
     assert share_group_lag(workers.bootstrap, workers.group) is None
-    first.kill()
-    killed_at = time.time()
-    second = workers.start("worker-b")
-    workers.wait_for(second, "delivered", RECORDS, timeout=120)
+    with share_partition_trace(workers.cluster):
+        killed_at = time.time()
+        first.kill()
+        second = workers.start("worker-b")
+        workers.wait_for(second, "delivered", RECORDS, timeout=120)
+    # Why so soon, in Kafka's own words: the dead worker's connection closed, the broker
+    # released its share session and the records it held.
+    released = broker_says(
+        workers.cluster, killed_at, "Release acquired records request", workers.group
+    )
+    assert released, "the broker logged no release of the killed worker's records"
+    assert stamp_of(released[0]) <= workers.events(second, "delivered")[0]["t"]
     workers.wait_for(second, "ack_committed")
     counts = [e["delivery_count"] for e in workers.events(second, "delivered")]
     # The dead worker had been handed the whole batch: it recorded 3, all come back at 2.
     assert sorted(held) == [0, 1, 2], held
     back_after = workers.events(second, "delivered")[0]["t"] - killed_at
     print(f"back {back_after:.1f} s after the kill")
-    # Well before the 30 s lock: the broker let them go when the dead worker's connection
-    # closed (a frozen worker's, still connected, wait for the lock: the test below).
+    # Well before the 30 s lock (a frozen worker's, still connected, wait for the lock: the
+    # test below).
     assert back_after < 20, back_after
     assert counts == [2] * RECORDS
     outputs = output_ids(workers.bootstrap, workers.output)
@@ -336,11 +388,10 @@ def test_a_frozen_worker_loses_its_records_at_the_lock_and_writes_them_again(wor
     of its batch, so every output is written twice.
 
     What the woken worker is told, on both clients: commit_sync/commitSync reports its late
-    ACCEPTs as taken (no per-partition error), and the Java client's debug log shows its
-    ShareAcknowledge answered without one. The other worker had acknowledged those records
-    already; why Kafka 4.4.0 takes the late ACCEPT without a refusal is not read in the
-    broker's code yet. Either way the application hears nothing: the doubled outputs are the
-    only trace."""
+    ACCEPTs as taken (no per-partition error). The broker's log says why: the offsets "are
+    already archived" (the other worker acknowledged them), and Kafka 4.4.0 skips such an
+    acknowledgement without an error. The application hears nothing: the doubled outputs
+    are the only trace."""
     first = workers.start("worker-a", failpoint=FailPoint("output_acked", 3).to_spec())
     workers.wait_for(first, "subscribed")
     produce_ids(workers.bootstrap, workers.topic, range(RECORDS))
@@ -355,8 +406,15 @@ def test_a_frozen_worker_loses_its_records_at_the_lock_and_writes_them_again(wor
     assert back_after >= 20, back_after  # the 30 s lock, not the connection, let them go
     assert [e["delivery_count"] for e in workers.events(second, "delivered")] == [2] * RECORDS
     workers.wait_for(second, "ack_committed")
-    first.resume()
-    workers.wait_for(first, "ack_committed")
+    with share_partition_trace(workers.cluster):
+        woke_at = time.time()
+        first.resume()
+        workers.wait_for(first, "ack_committed")
+    # Why no refusal, in Kafka's own words: the other worker's acknowledgements moved the
+    # share partition past these offsets, and the broker skips an acknowledgement of
+    # offsets it has archived already.
+    skipped = broker_says(workers.cluster, woke_at, "are already archived", workers.group)
+    assert skipped, "the broker logged no skipped acknowledgement"
     assert [e["id"] for e in workers.events(first, "output_acked")] == list(range(RECORDS))
     assert not workers.events(first, "ack_refused")  # what both clients report, above
     outputs = output_ids(workers.bootstrap, workers.output)
