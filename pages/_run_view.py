@@ -110,16 +110,33 @@ def render_run(
 RESULTS_KEY = "lab_results"  # the results' container: .st-key-lab_results in the page
 SCROLLED = "lab_results_scrolled"  # the runs whose results were brought into view already
 SCROLL_SCRIPT = """<script>
-// Bring a block (the run's results, its live view) to the top of the screen once it is in
-// the page (it may be drawn a moment after this frame), and again as the page above settles.
-const settle = [0, 300, 800, 1500];
-(function bring(tries) {
-  const results = window.parent.document.querySelector("%s");
-  if (!results) { if (tries > 0) setTimeout(() => bring(tries - 1), 100); return; }
-  for (const ms of settle) {
-    setTimeout(() => results.scrollIntoView({block: "start", behavior: "instant"}), ms);
+// Bring a block (the run's results, its live view, a lesson's heading) to the top of the
+// screen, and keep it there for a few seconds: it may be drawn a moment after this frame,
+// the page above it may still grow, and the page below it may still be too short to let it
+// reach the top (charts drawn later). Stops at once if the person scrolls or types.
+(function () {
+  const win = window.parent, doc = win.document;
+  const until = Date.now() + 12000;
+  let stopped = false;
+  const stop = () => { stopped = true; };
+  for (const ev of ["wheel", "touchstart", "keydown", "mousedown"]) {
+    win.addEventListener(ev, stop, {once: true, passive: true});
   }
-})(30);
+  (function bring() {
+    if (stopped) return;
+    const block = doc.querySelector("%s");
+    if (block) {
+      const margin = parseFloat(win.getComputedStyle(block).scrollMarginTop) || 0;
+      if (Math.abs(block.getBoundingClientRect().top - margin) > 8) {
+        block.scrollIntoView({block: "start", behavior: "instant"});
+      }
+    }
+    if (Date.now() < until) { setTimeout(bring, 150); return; }
+    for (const ev of ["wheel", "touchstart", "keydown", "mousedown"]) {
+      win.removeEventListener(ev, stop);
+    }
+  })();
+})();
 </script>"""
 
 
@@ -146,9 +163,9 @@ def scroll_to_key(key: str) -> None:
 
 
 def scroll_to_selector(selector: str) -> None:
-    """Scroll the page so that the first element matching `selector` is at the top, again as
-    the blocks above it settle (a run's page grows above a heading for a moment after it is
-    drawn: a single scroll left the lesson's "3 · Explain" at 389 px in a CI run)."""
+    """Scroll the page so that the first element matching `selector` is at the top, and keep
+    it there for a few seconds while the page settles (scrolls at fixed moments left the
+    lesson's "3 · Explain" at 389 px in two CI runs), unless the person scrolls first."""
     st.html(SCROLL_SCRIPT % selector, unsafe_allow_javascript=True)
 
 
