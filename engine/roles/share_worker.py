@@ -39,7 +39,7 @@ from confluent_kafka import (
 from engine.events import Event
 from engine.failpoints import ArmedFailPoint, FailPoint
 from engine.history import HistoryWriter
-from engine.roles.common import StopFlag, client_logger, load_spec, parse_value
+from engine.roles.common import StopFlag, client_logger, is_fatal, load_spec, parse_value
 
 ACK_MODES = ("after-output", "before-processing")
 
@@ -55,15 +55,21 @@ def share_consumer_config(spec: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def error_code(exc: Exception) -> str:
-    """The Kafka error a KafkaException carries (its KafkaError's name), else its class."""
+def kafka_error_of(exc: Exception) -> KafkaError | None:
+    """The KafkaError a KafkaException carries, if it carries one."""
     error = exc.args[0] if exc.args else None
-    return error.name() if isinstance(error, KafkaError) else type(exc).__name__
+    return error if isinstance(error, KafkaError) else None
+
+
+def error_code(exc: Exception) -> str:
+    """The Kafka error's name, else the exception's class."""
+    error = kafka_error_of(exc)
+    return error.name() if error is not None else type(exc).__name__
 
 
 def is_fatal_error(exc: KafkaException) -> bool:
-    error = exc.args[0] if exc.args else None
-    return isinstance(error, KafkaError) and error.fatal()
+    error = kafka_error_of(exc)
+    return error is not None and is_fatal(error)
 
 
 def commit_acknowledgements(consumer: ShareConsumer, history: HistoryWriter) -> bool:
