@@ -90,17 +90,23 @@ class EmbeddedNode:
         return Path(self.dir) / "server.log"
 
 
+def log_stamp(line: str) -> float | None:
+    """A server.log line's log4j "[%d]" prefix (local time, milliseconds after a comma) as
+    epoch seconds; None for a line without one."""
+    if not line.startswith("[") or len(line) < 25:
+        return None
+    try:
+        return datetime.strptime(line[1:24], "%Y-%m-%d %H:%M:%S,%f").timestamp()
+    except ValueError:
+        return None
+
+
 def log_lines_since(lines: list[str], since: float) -> list[str]:
-    """The lines from the first one stamped at or after `since`, by log4j's "[%d]" prefix
-    (local time, milliseconds after a comma). Unstamped lines go with the line before."""
+    """The lines from the first one stamped at or after `since`. Unstamped lines go with
+    the line before."""
     for index, line in enumerate(lines):
-        if not line.startswith("[") or len(line) < 25:
-            continue
-        try:
-            stamp = datetime.strptime(line[1:24], "%Y-%m-%d %H:%M:%S,%f").timestamp()
-        except ValueError:
-            continue
-        if stamp >= since:
+        stamp = log_stamp(line)
+        if stamp is not None and stamp >= since:
             return lines[index:]
     return []
 

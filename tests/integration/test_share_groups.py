@@ -24,25 +24,24 @@ import time
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import (
-    AdminClient,
     AlterConfigOpType,
     ConfigEntry,
     ConfigResource,
-    NewTopic,
     ResourceType,
 )
 
 from engine import paths, settings
 from engine.cluster import jars
+from engine.cluster.embedded import log_stamp
 from engine.failpoints import FailPoint, wait_stopped
 from engine.history import read_jsonl
+from engine.kafka.admin import admin_client, create_topic
 from engine.processes import RoleProcess
 from engine.tools import find_java
 from tests.kafkatools import kcat_values, unique
@@ -55,12 +54,6 @@ OLDER = "4.1.2"  # the last release before share groups were on by default (4.2)
 RECORDS = 10
 
 
-def make_topic(bootstrap: str, name: str) -> None:
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    for future in admin.create_topics([NewTopic(name, 1, 1)]).values():
-        future.result(30)
-
-
 def produce_ids(bootstrap: str, topic: str, ids: range) -> None:
     producer = Producer({"bootstrap.servers": bootstrap, "acks": "all"})
     for message_id in ids:
@@ -70,7 +63,6 @@ def produce_ids(bootstrap: str, topic: str, ids: range) -> None:
 
 def read_from_the_start(bootstrap: str, group: str) -> None:
     """A share group starts at the log's end unless its group config says otherwise."""
-    admin = AdminClient({"bootstrap.servers": bootstrap})
     resource = ConfigResource(
         ResourceType.GROUP,
         group,
@@ -82,6 +74,7 @@ def read_from_the_start(bootstrap: str, group: str) -> None:
             )
         ],
     )
+    admin = admin_client(bootstrap)  # held until the answer: a dropped client ends its calls
     for future in admin.incremental_alter_configs([resource]).values():
         future.result(30)
 
@@ -150,11 +143,6 @@ def share_partition_trace(cluster) -> Iterator[None]:
         yield
     finally:
         loggers("--delete-config", ",".join(SHARE_LOGGERS))
-
-
-def stamp_of(line: str) -> float:
-    """A log4j line's "[%d]" stamp (local time) as epoch seconds."""
-    return datetime.strptime(line[1:24], "%Y-%m-%d %H:%M:%S,%f").timestamp()
 
 
 def broker_says(cluster, since: float, *fragments: str) -> list[str]:
@@ -231,8 +219,8 @@ def workers(request, cluster1, tmp_path) -> Iterator[Workers]:
     topic = unique("queue")
     group = unique("workers")
     bootstrap = cluster1.direct_bootstrap
-    make_topic(bootstrap, topic)
-    make_topic(bootstrap, f"{topic}-out")
+    create_topic(bootstrap, topic)
+    create_topic(bootstrap, f"{topic}-out")
     read_from_the_start(bootstrap, group)
     crew = Workers(tmp_path, bootstrap, topic, group, request.param)
     crew.cluster = cluster1
@@ -254,8 +242,8 @@ def try_share_groups(version: str, bootstrap: str, folder: Path) -> tuple[int, i
     """One share worker on a fresh topic: the cluster's finalized share.version, how many of
     10 records it was handed (within 60 s, or until the worker ended), and its errors."""
     topic, group = unique("queue"), unique("workers")
-    make_topic(bootstrap, topic)
-    make_topic(bootstrap, f"{topic}-out")
+    create_topic(bootstrap, topic)
+    create_topic(bootstrap, f"{topic}-out")
     share_version = finalized_share_version(version, bootstrap)
     if share_version:
         read_from_the_start(bootstrap, group)
@@ -325,7 +313,9 @@ def test_a_killed_workers_records_come_back_and_its_written_outputs_repeat(worke
         workers.cluster, killed_at, "Release acquired records request", workers.group
     )
     assert released, "the broker logged no release of the killed worker's records"
-    assert stamp_of(released[0]) <= workers.events(second, "delivered")[0]["t"]
+    released_at = log_stamp(released[0])
+    assert released_at is not None
+    assert released_at <= workers.events(second, "delivered")[0]["t"]
     workers.wait_for(second, "ack_committed")
     counts = [e["delivery_count"] for e in workers.events(second, "delivered")]
     # The dead worker had been handed the whole batch: it recorded 3, all come back at 2.
