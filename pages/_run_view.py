@@ -117,13 +117,14 @@ SCROLL_SCRIPT = """<script>
 (function () {
   const win = window.parent, doc = win.document;
   const until = Date.now() + 12000;
-  let stopped = false;
-  const stop = () => { stopped = true; };
+  // The watch ends at the person's first scroll, click or key, or when its time is up;
+  // aborting it removes every listener.
+  const watch = new AbortController();
   for (const ev of ["wheel", "touchstart", "keydown", "mousedown"]) {
-    win.addEventListener(ev, stop, {once: true, passive: true});
+    win.addEventListener(ev, () => watch.abort(), {passive: true, signal: watch.signal});
   }
   (function bring() {
-    if (stopped) return;
+    if (watch.signal.aborted) return;
     const block = doc.querySelector("%s");
     if (block) {
       const margin = parseFloat(win.getComputedStyle(block).scrollMarginTop) || 0;
@@ -131,10 +132,8 @@ SCROLL_SCRIPT = """<script>
         block.scrollIntoView({block: "start", behavior: "instant"});
       }
     }
-    if (Date.now() < until) { setTimeout(bring, 150); return; }
-    for (const ev of ["wheel", "touchstart", "keydown", "mousedown"]) {
-      win.removeEventListener(ev, stop);
-    }
+    if (Date.now() < until) setTimeout(bring, 150);
+    else watch.abort();
   })();
 })();
 </script>"""
