@@ -83,21 +83,8 @@ public final class JavaProducer {
     }
     Leash.watchOwner();
     Map<String, Object> spec = Spec.load(args);
-    Thread main = Thread.currentThread();
     // SIGTERM: finish the current step, flush and write `done`, as the Python role does.
-    Runtime.getRuntime()
-        .addShutdownHook(
-            new Thread(
-                () -> {
-                  stopped = true;
-                  if (!finished) {
-                    try {
-                      main.join(8000);
-                    } catch (InterruptedException e) {
-                      Thread.currentThread().interrupt();
-                    }
-                  }
-                }));
+    Sigterm.finishMainFirst(() -> stopped = true, () -> finished);
     int code;
     try (History history =
         new History(

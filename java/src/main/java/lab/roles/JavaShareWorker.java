@@ -67,18 +67,9 @@ public final class JavaShareWorker {
   public static void main(String[] args) throws Exception {
     Leash.watchOwner();
     Map<String, Object> spec = Spec.load(args);
-    Thread main = Thread.currentThread();
-    Runtime.getRuntime()
-        .addShutdownHook(
-            new Thread(
-                () -> {
-                  stopped = true; // SIGTERM: finish the current poll, close, write `done`
-                  try {
-                    main.join(8000);
-                  } catch (InterruptedException e) {
-                    Thread.currentThread().interrupt();
-                  }
-                }));
+    // SIGTERM: finish the current poll, close and write `done`. main never calls System.exit,
+    // so the hook may always wait for it.
+    Sigterm.finishMainFirst(() -> stopped = true, () -> false);
     try (History history =
         new History(
             (String) spec.get("history"), (String) spec.get("name"), FailPoint.fromSpec(spec))) {
