@@ -19,8 +19,8 @@ import sys
 import tempfile
 
 from engine import paths
-from engine.cluster import jars
 from engine.cost.startup import cold_jar_fetch, one_start  # the engine's, as the Cost page's
+from engine.kafka import jars
 
 
 def main() -> None:

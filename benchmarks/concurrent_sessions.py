@@ -26,9 +26,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from engine.cluster.jars import ensure_kafka_jars
 from engine.dashboard import serve_dashboard
 from engine.kafka.admin import create_topic
+from engine.kafka.jars import ensure_kafka_jars
 from engine.scenario import list_scenarios, load_scenario
 from engine.tools import find_java
 

@@ -25,7 +25,7 @@ def _print_json(data: object) -> None:
 
 def cmd_setup(args: argparse.Namespace) -> int:
     from engine import tools
-    from engine.cluster import jars
+    from engine.kafka import jars
 
     java = tools.find_java()
     libs = jars.ensure_kafka_jars()
@@ -45,8 +45,8 @@ def cmd_setup(args: argparse.Namespace) -> int:
 def cmd_preflight(args: argparse.Namespace) -> int:
     """What `./lab dashboard` checks before starting Streamlit: Java, the jars, the port."""
     from engine import tools
-    from engine.cluster import jars
     from engine.cluster.ports import require_free
+    from engine.kafka import jars
 
     tools.find_java()
     jars.ensure_kafka_jars()

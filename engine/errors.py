@@ -34,6 +34,10 @@ class ClusterNotRunningError(ClusterError):
     """No cluster is running where one was expected."""
 
 
+class QuorumUnknown(ClusterError):
+    """No broker told who leads the metadata quorum."""
+
+
 class UnsupportedFaultError(LabError):
     """The fault asked for cannot be injected on this backend."""
 

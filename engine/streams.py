@@ -20,11 +20,13 @@ import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from engine.cluster.base import Cluster
 from engine.levels import STREAMS_LEVELS, Level
 from engine.scenario import Scenario
+
+if TYPE_CHECKING:  # named in annotations only: no run-time dependency
+    from engine.cluster.base import Cluster
 
 STREAMS_MAIN = "lab.roles.StreamsProcessor"
 # Accounts the payments are spread over (id % ACCOUNTS): 30 payments make 3 per account.

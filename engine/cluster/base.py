@@ -155,6 +155,11 @@ class Cluster(ABC):
         """The partition's leader, asked of the nodes running now."""
         return admin.partition_leader(self.running_bootstrap(), topic, partition)
 
+    def partition_replicas(self, topic: str, partition: int = 0) -> list[int]:
+        """The node ids holding a replica of the partition, preferred leader first; none
+        while the broker answering does not know the topic yet."""
+        return admin.partition_replicas(self.direct_bootstrap, topic, partition)
+
     def active_controller(self, timeout: float = 10.0) -> int:
         """The active controller (the metadata quorum's leader), asked of the nodes running
         now; QuorumUnknown if none tells within `timeout` (for about 30 s after the active

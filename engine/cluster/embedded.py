@@ -33,7 +33,6 @@ from pathlib import Path
 from typing import Any
 
 from engine import paths, tools
-from engine.cluster import jars
 from engine.cluster.base import (
     Cluster,
     NodeInfo,
@@ -46,7 +45,7 @@ from engine.cluster.pids import _signal_group, _wait_for_state, _wait_gone, pid_
 from engine.cluster.ports import LOOPBACK, free_ports, is_listening
 from engine.cluster.proxy_process import route_args, start_proxy_process
 from engine.errors import ClusterError, ClusterNotRunningError, PortInUseError
-from engine.kafka import admin
+from engine.kafka import admin, jars
 
 STATE_FILE = "cluster.json"
 DEFAULT_HEAP = "512m"

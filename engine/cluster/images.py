@@ -75,7 +75,7 @@ class Standin:
         """Files beyond its folder that go into its build context (name in context -> file)."""
         if self.name != "kafka":
             return {}
-        from engine.cluster import jars
+        from engine.kafka import jars
 
         libs = Path(jars.kafka_classpath()).parent
         return {f"libs/{jar.name}": jar for jar in sorted(libs.glob("*.jar"))}

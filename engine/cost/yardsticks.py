@@ -33,7 +33,6 @@ from pathlib import Path
 from typing import Any
 
 from engine import paths, tools
-from engine.cluster import jars
 from engine.cost.stats import Summary, paired_ratio, schedule, summarize
 from engine.cost.throughput import (
     BASELINE,
@@ -44,6 +43,7 @@ from engine.cost.throughput import (
     setups,
 )
 from engine.history import read_jsonl
+from engine.kafka import jars
 from engine.levels import LEVELS
 
 Progress = Callable[[str, float], None]

@@ -21,13 +21,15 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol
 
-from engine.cluster.base import Cluster
 from engine.errors import UnsupportedFaultError
 from engine.faults.params import FaultParams
 from engine.history import HistoryFanOut, HistoryWriter
-from engine.processes import RoleProcess
+
+if TYPE_CHECKING:  # named in annotations only: no run-time dependency
+    from engine.cluster.base import Cluster
+    from engine.processes import RoleProcess
 
 Backend = Literal["local", "docker", "external"]
 Pipeline = Literal["producer", "processor"]

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import time
 
-from engine.errors import LabError
+from engine.errors import LabError, QuorumUnknown
 from engine.faults.base import NemesisState
-from engine.kafka import admin, quorum
 
 # How long a broker fault waits for the cluster to name its partition's leader.
 LEADER_WAIT_S = 10.0
@@ -33,7 +32,7 @@ def controller(nemesis: NemesisState) -> int | None:
     """The active controller (the metadata quorum's leader); None if none is known."""
     try:
         return nemesis.ctx.cluster.active_controller(timeout=3.0)
-    except quorum.QuorumUnknown:
+    except QuorumUnknown:
         return None
 
 
@@ -41,8 +40,7 @@ def replicas(nemesis: NemesisState) -> list[int]:
     """The partition's replicas, asked again while the broker answering does not know
     the topic yet (the same lag as in `leader`)."""
     deadline = time.monotonic() + LEADER_WAIT_S
-    bootstrap = nemesis.ctx.cluster.direct_bootstrap
-    while not (found := admin.partition_replicas(bootstrap, nemesis.ctx.topic)):
+    while not (found := nemesis.ctx.cluster.partition_replicas(nemesis.ctx.topic)):
         if time.monotonic() > deadline:
             return []
         time.sleep(0.1)

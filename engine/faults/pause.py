@@ -6,7 +6,7 @@ long, a zombie beside its replacement."""
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from engine.faults.base import (
     EVERY_BACKEND,
@@ -18,7 +18,9 @@ from engine.faults.base import (
 )
 from engine.faults.clients import where_stopped
 from engine.faults.params import FaultParams
-from engine.processes import RoleProcess
+
+if TYPE_CHECKING:  # named in annotations only: no run-time dependency
+    from engine.processes import RoleProcess
 
 
 def _frozen_note(settings: Any) -> str:

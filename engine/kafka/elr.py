@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from engine import tools
-from engine.cluster import jars
 from engine.errors import LabError
+from engine.kafka import jars
 
 TOPIC_COMMAND = "org.apache.kafka.tools.TopicCommand"
 

@@ -22,17 +22,13 @@ import socket
 import time
 from dataclasses import dataclass
 
-from engine.errors import ClusterError
+from engine.errors import QuorumUnknown
 from engine.kafka.wire import SIZE, FrameError, Reader, Writer, encode_frame
 
 DESCRIBE_QUORUM = 55
 VERSION = 0  # flexible from v0 on; v0 is all this needs (the leader's id and epoch)
 METADATA_TOPIC = "__cluster_metadata"
 _correlation = itertools.count(1)
-
-
-class QuorumUnknown(ClusterError):
-    """No broker told who leads the metadata quorum."""
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 from engine.checker import StoredRecord
 from engine.errors import LabError
 from engine.kafka import admin
-from engine.roles.common import parse_value
+from engine.values import parse_value
 
 
 def read_topic(

@@ -87,7 +87,7 @@ class _LocalLogDirs(_LogDirs):
 
     def dump(self, node_id: int, files: list[str], print_data: bool) -> str:
         from engine import tools
-        from engine.cluster import jars
+        from engine.kafka import jars
 
         # The jars of the version that wrote the segments (the cluster's own).
         libs = Path(jars.kafka_classpath(self.cluster.kafka_version)).parent

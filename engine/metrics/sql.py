@@ -94,7 +94,7 @@ def _sql_in(column: str, values: Iterable[str]) -> str:
     return f"{column} IN ({', '.join(_sql_str(v) for v in values)})"
 
 
-# A value exactly as engine.roles.common.value_maker writes it: compact JSON, an integer id
+# A value exactly as engine.values.value_maker writes it: compact JSON, an integer id
 # of at most 18 digits (a long), a JSON number created_at, then run, level and by (and a
 # pad of x's) as strings of printable ASCII without escapes. For such a value, from_json
 # gives id and created_at as the text between ':' and ','; reading them so took 7.0 s
@@ -137,7 +137,7 @@ def positions_sql(levels: Sequence[LevelSpec]) -> str:
     view, not in the read_committed one) and highest (the largest id stored before it in
     its partition, at least -1). Both views go through one shuffle by (level, partition);
     the aggregation and the window refine that partitioning, so no other exchange.
-    Like engine.roles.common.parse_value, a value that is not a JSON object with an integer
+    Like engine.values.parse_value, a value that is not a JSON object with an integer
     "id" is no message of the workload and counts for nothing. (Only fixed-width columns in
     the aggregation: a string would make it sort-based.)
 

@@ -19,7 +19,7 @@ from engine.metrics.inputs import (
     read_kafka,
 )
 from engine.metrics.summary import judge, verdict_rows
-from engine.roles.common import value_maker
+from engine.values import value_maker
 
 WARM_UP_ROUNDS = 3
 # Ids per made-up level: a class's run has 3,000 (4 levels). The rows must be that many for

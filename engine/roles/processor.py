@@ -59,10 +59,10 @@ from engine.roles.common import (
     client_logger,
     is_fatal,
     load_spec,
-    parse_value,
     printable,
     still_owner,
 )
+from engine.values import parse_value
 
 # How long past its own timeout a transactional call may block before the processor gives up
 # on it (see bounded()).

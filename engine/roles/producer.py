@@ -45,15 +45,14 @@ from engine.roles.common import (
     FENCED_CODES,
     MAX_RESTARTS,
     FatalErrors,
-    Stamp,
     StopFlag,
     claim_ownership,
     client_logger,
     load_spec,
     printable,
     still_owner,
-    value_maker,
 )
+from engine.values import Stamp, value_maker
 
 # Messages per chunk in batch mode: one write of send lines, then their produce() calls.
 CHUNK = 1000

@@ -39,7 +39,8 @@ from confluent_kafka import (
 from engine.events import Event
 from engine.failpoints import ArmedFailPoint, FailPoint
 from engine.history import HistoryWriter
-from engine.roles.common import StopFlag, client_logger, is_fatal, load_spec, parse_value
+from engine.roles.common import StopFlag, client_logger, is_fatal, load_spec
+from engine.values import parse_value
 
 ACK_MODES = ("after-output", "before-processing")
 

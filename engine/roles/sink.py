@@ -20,7 +20,8 @@ from typing import Any
 from confluent_kafka import Consumer
 
 from engine.history import HistoryWriter
-from engine.roles.common import StopFlag, client_logger, load_spec, parse_value
+from engine.roles.common import StopFlag, client_logger, load_spec
+from engine.values import parse_value
 
 
 def run(spec: dict[str, Any]) -> int:

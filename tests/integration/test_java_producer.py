@@ -95,7 +95,7 @@ def test_java_at_least_once_duplicates_a_lost_ack_and_the_idempotent_levels_do_n
 
 def test_the_java_role_writes_the_python_roles_events(cluster1, java_ack_loss):
     """One send per id and one ack or fail per send: what the checker reads; values shaped
-    as engine/roles/common.py's value_maker makes them."""
+    as engine/values.py's value_maker makes them."""
     folder = record.level_folder(record.run_folder(java_ack_loss["run_id"]), "at-least-once")
     events = read_jsonl(folder / "producer.jsonl")
     assert [e["id"] for e in events if e["ev"] == "send"] == list(range(20))

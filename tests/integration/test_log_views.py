@@ -21,8 +21,7 @@ import pytest
 from confluent_kafka import Producer
 
 from engine import logs, paths, tools
-from engine.cluster import jars
-from engine.kafka import admin
+from engine.kafka import admin, jars
 from tests.kafkatools import kcat_values, unique
 
 pytestmark = pytest.mark.kafka

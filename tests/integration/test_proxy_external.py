@@ -25,8 +25,7 @@ from confluent_kafka import Consumer, KafkaException, Producer
 from confluent_kafka.admin import AdminClient
 
 from engine import tools
-from engine.cluster import jars
-from engine.kafka import admin
+from engine.kafka import admin, jars
 from engine.proxy.control import ProxyControl, read_events
 from tests.kafkatools import kcat_values, produce_one_by_one, read_all, unique
 

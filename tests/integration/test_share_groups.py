@@ -37,10 +37,10 @@ from confluent_kafka.admin import (
 )
 
 from engine import paths, settings
-from engine.cluster import jars
 from engine.cluster.embedded import log_stamp
 from engine.failpoints import FailPoint, wait_stopped
 from engine.history import read_jsonl
+from engine.kafka import jars
 from engine.kafka.admin import admin_client, create_topic
 from engine.processes import RoleProcess
 from engine.tools import find_java

@@ -18,7 +18,7 @@ from engine.checker import StoredRecord, check, percentile
 from engine.metrics.buckets import bucket_width
 from engine.metrics.inputs import PRODUCER_PROCS, LevelSpec
 from engine.metrics.summary import PERCENTILES
-from engine.roles.common import parse_value
+from engine.values import parse_value
 
 # One Kafka record as Spark's Kafka source gives it: (topic, partition, offset, value).
 KafkaRow = tuple[str, int, int, bytes | None]

@@ -79,7 +79,7 @@ class Synthetic:
 
 
 def value(message_id: Any, created_at: float | None, level: str) -> bytes:
-    """A record value as engine.roles.common.value_maker writes it."""
+    """A record value as engine.values.value_maker writes it."""
     body = {"id": message_id, "created_at": created_at, "run": "synthetic", "level": level}
     return json.dumps({**body, "by": "producer"}, separators=(",", ":")).encode()
 

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from engine import paths, record
-from engine.cluster import jars
 from engine.errors import KafkaFetchError, LabError
+from engine.kafka import jars
 
 
 def engine_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:

@@ -10,10 +10,11 @@ import sys
 import pytest
 
 from engine import paths, tools
-from engine.cluster import jars, make_cluster
+from engine.cluster import make_cluster
 from engine.cluster.embedded import EmbeddedNode, server_properties
 from engine.cluster.ports import require_free
 from engine.errors import ClusterError, MissingToolError, PortInUseError
+from engine.kafka import jars
 
 
 @pytest.mark.parametrize(

@@ -663,7 +663,7 @@ STANDIN = paths.REPO_ROOT / "containers" / "kafka"
 @pytest.fixture(scope="module")
 def kafka_classes() -> dict[str, bytes]:
     """The pinned Kafka jars' own classes (kafka*.jar), by path in the jar."""
-    from engine.cluster import jars
+    from engine.kafka import jars
 
     classes: dict[str, bytes] = {}
     for jar in Path(jars.kafka_classpath()).parent.glob("kafka*.jar"):

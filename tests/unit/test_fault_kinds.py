@@ -235,6 +235,9 @@ class _Logged:
     def active_controller(self, timeout: float = 10.0) -> int:
         return 1
 
+    def partition_replicas(self, topic: str, partition: int = 0) -> list[int]:
+        return [2, 1, 3]
+
     def reset_connections(self) -> int:
         return 3
 
@@ -264,10 +267,7 @@ def _nemesis_over(logged: _Logged, history: _Records) -> Nemesis:
 
 
 @pytest.mark.parametrize("name", list(KINDS))
-def test_every_kind_fired_writes_a_record_the_room_reads(name, monkeypatch):
-    from engine.kafka import admin
-
-    monkeypatch.setattr(admin, "partition_replicas", lambda bootstrap, topic: [2, 1, 3])
+def test_every_kind_fired_writes_a_record_the_room_reads(name):
     log: list[str] = []
     logged = _Logged(log)
     history = _Records()
@@ -285,13 +285,10 @@ def test_every_kind_fired_writes_a_record_the_room_reads(name, monkeypatch):
     assert said and said != from_name(str(first["kind"])), (name, first)
 
 
-def test_a_follower_frozen_at_0_s_is_wholly_frozen_before_the_first_message(monkeypatch):
+def test_a_follower_frozen_at_0_s_is_wholly_frozen_before_the_first_message():
     """The follower's last fetch request waits at the leader for replica.fetch.wait.max.ms
     (500 ms in Kafka 4.1.2): the run waits that out after the freeze before any client sends,
     and waits nothing for a fault that needs no settling."""
-    from engine.kafka import admin
-
-    monkeypatch.setattr(admin, "partition_replicas", lambda bootstrap, topic: [2, 1, 3])
     logged = _Logged([])
     nemesis = _nemesis_over(logged, _Records())
     began = time.monotonic()

@@ -17,10 +17,11 @@ from types import SimpleNamespace
 import pytest
 
 from engine import cli, java_roles, paths, tools
-from engine.cluster import jars, require_same_version
+from engine.cluster import require_same_version
 from engine.cluster.embedded import EmbeddedCluster
 from engine.cluster.service import ClusterService
 from engine.errors import ClusterError, KafkaFetchError, KafkaVersionError
+from engine.kafka import jars
 
 VAR = "LAB_KAFKA_VERSION"
 

@@ -207,7 +207,7 @@ def test_empty_and_unrelated_output_gives_no_batches():
 
 def test_the_dump_class_is_found_in_the_cached_jars():
     from engine import paths
-    from engine.cluster import jars
+    from engine.kafka import jars
 
     if not jars.kafka_jars_ready():
         pytest.skip("Kafka's jars are not cached; `python -m engine setup` fetches them")
