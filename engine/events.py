@@ -56,6 +56,7 @@ class Event(StrEnum):
     RESTORE_STARTED = "restore_started"
     RESTORED = "restored"
     STORE_OPENED = "store_opened"
+    STORE_CHECKED = "store_checked"  # what Kafka Streams made of the store on disk
     # the sink with an idempotency key
     EFFECT_APPLIED = "effect_applied"
     EFFECT_SKIPPED = "effect_skipped"

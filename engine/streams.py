@@ -186,7 +186,9 @@ def store_evidence(history: Sequence[dict[str, Any]], ledger: list[int]) -> list
         return []
     lines = []
     for event in history:
-        if event.get("ev") == "restored" and "#" in str(event.get("proc", "")):
+        if event.get("ev") == "store_checked" and "#" in str(event.get("proc", "")):
+            lines.extend(store_check_words(event, history))
+        elif event.get("ev") == "restored" and "#" in str(event.get("proc", "")):
             lines.append(
                 f"{event['proc']} restored its state store ({event.get('store')}) from the "
                 f"changelog topic: {event.get('records')} records."
@@ -212,3 +214,43 @@ def store_evidence(history: Sequence[dict[str, Any]], ledger: list[int]) -> list
             f"({len(made)} accounts, {len(ledger)} payments)."
         )
     return lines
+
+
+def _started(history: Sequence[dict[str, Any]], proc: str) -> dict[str, Any]:
+    return next((e for e in history if e.get("ev") == "start" and e.get("proc") == proc), {})
+
+
+def store_check_words(event: dict[str, Any], history: Sequence[dict[str, Any]]) -> list[str]:
+    """What Kafka Streams made of the store a replacement found on disk (the role's
+    `store_checked`, from Kafka Streams' own log line), at exactly_once_v2, where the
+    versions differ. Kafka Streams 4.1 and 4.2 read a `.checkpoint` file that the first
+    instance wrote when its restore ended and that nothing removes while it runs
+    (KAFKA-20685); from 4.3 a RocksDB store keeps its committed offset inside itself
+    (KIP-1035; `RocksDBStore.managesOffsets` in the 4.3.0 and 4.4.0 jars, not in 4.2.0), and
+    under exactly_once_v2 a store found with none is wiped (ProcessorStateManager)."""
+    proc = str(event.get("proc"))
+    started = _started(history, proc)
+    if started.get("processing_guarantee") != "exactly_once_v2":
+        return []
+    version = started.get("kafka_streams_version") or "of unknown version"
+    quoted = str(event.get("line", "")).split(" - ", 1)[-1]
+    if event.get("verdict") == "wiped":
+        return [
+            f"{proc} (Kafka Streams {version}) found the state store {event.get('store')} "
+            "on disk, left by the instance before it, with no committed changelog offset, so "
+            "Kafka Streams wiped the store and rebuilt it from the changelog: at "
+            "exactly_once_v2 such a store may hold writes of a transaction that never "
+            "committed. Since Kafka Streams 4.3 a RocksDB store keeps its committed offset "
+            "inside itself (KIP-1035). Kafka Streams' log: “" + quoted + "”"
+        ]
+    if event.get("verdict") == "from_checkpoint":
+        return [
+            f"{proc} (Kafka Streams {version}) kept the state store {event.get('store')} "
+            "that the instance before it left on disk, and restored the changelog into it: "
+            "it found the checkpoint file that instance wrote when its own restore ended, so "
+            "it did not wipe the store. Kafka calls this a bug (KAFKA-20685, fixed on its 4.2 "
+            "branch): at exactly_once_v2 a kept store can hold writes of a transaction that "
+            "was later aborted, which the restore cannot remove; Kafka Streams 4.3 and later "
+            "wipe such a store. Kafka Streams' log: “" + quoted + "”"
+        ]
+    return []

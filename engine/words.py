@@ -64,6 +64,7 @@ EVENT_WORDS: dict[Event, str] = {
     Event.RESTORE_STARTED: "state store's restore from its changelog begun",
     Event.RESTORED: "state store restored from its changelog",
     Event.STORE_OPENED: "processing begun on the state store as restored",
+    Event.STORE_CHECKED: "state store found on disk: wiped or kept",
     # the sink with an idempotency key
     Event.EFFECT_APPLIED: "applied to the database",
     Event.EFFECT_SKIPPED: "already in the database: skipped",

@@ -19,9 +19,11 @@ from typing import Any
 
 import pytest
 
-from engine import record, streams
+from engine import record, settings, streams
 from engine.history import merge
-from engine.scenario import Scenario, load_scenario, scenarios_dir
+from engine.kafka import jars
+from engine.runner import run_scenario
+from engine.scenario import KafkaFrom, Scenario, load_scenario, scenarios_dir
 from tests.integration.file_promises import assert_as_its_file_says
 from tests.kafkatools import kcat_values
 from tests.metrics.followed import run_judged_three_ways
@@ -243,3 +245,73 @@ def test_streams_zombie_is_fenced_and_repeats_only_at_least_once(zombie_run):
         epoch = result["writes_refused"] + result["txn_calls_refused"]
         assert (epoch >= 1) == (level == EOS), (level, epoch)
         assert data["result"]["duplicates"] == kcat_duplicates(data["kcat"]), level
+
+
+# Kafka Streams 4.1.2, the release before the lab's default moved to 4.4.0: its exactly_once_v2
+# replacement keeps the store a killed instance left (KAFKA-20685), where 4.3+ wipes it.
+OLDER = "4.1.2"
+
+
+def store_verdicts(level_folder: Path) -> list[str]:
+    """What Kafka Streams made of the account-totals store the replacement found on disk (its
+    own log lines, as the role records them: engine/streams.py store_check_words)."""
+    return [
+        e["verdict"]
+        for e in history(level_folder, "processor#2")
+        if e["ev"] == "store_checked" and e["store"] == "account-totals"
+    ]
+
+
+def said_of_the_store(result: dict[str, Any]) -> list[str]:
+    return [line for line in result["explain"]["evidence"] if "checkpoint file" in line
+            or "wiped the store" in line]  # fmt: skip
+
+
+def test_from_kafka_streams_4_3_the_exactly_once_replacement_wipes_the_store_on_disk(
+    crash_run, cluster1
+):
+    """At exactly_once_v2 the replacement finds the killed instance's RocksDB store with no
+    committed offset in it and wipes it; at at_least_once it keeps it. Kafka Streams' own
+    version (the role's start event) is the cluster's, and the card says what happened."""
+    if KafkaFrom(version="4.3", why="KIP-1035: RocksDB keeps its offsets").refuses(
+        cluster1.kafka_version
+    ):
+        pytest.skip(f"Kafka {cluster1.kafka_version}: the older side is the test below")
+    levels = crash_run["levels"]
+    started = history(levels[EOS]["folder"], "processor#2")[0]
+    assert started["kafka_streams_version"] == cluster1.kafka_version
+    # Wiped, then the task made anew, its empty store with no offset at all.
+    assert store_verdicts(levels[EOS]["folder"]) == ["wiped", "no_checkpoint"]
+    assert "wiped" not in store_verdicts(levels[ALOS]["folder"])
+    [said] = said_of_the_store(levels[EOS]["result"])
+    assert f"Kafka Streams {cluster1.kafka_version}" in said and "KIP-1035" in said
+    assert said_of_the_store(levels[ALOS]["result"]) == []
+
+
+def test_kafka_streams_4_1_2_keeps_the_killed_instances_store_at_exactly_once(
+    cluster1, monkeypatch
+):
+    """The same level on a Kafka 4.1.2 cluster with the Java roles built on Kafka Streams
+    4.1.2: the replacement trusts the checkpoint file the first instance wrote when its
+    restore ended ("initialized from checkpoint with offset null") and keeps the store, and
+    the card names the bug (KAFKA-20685). The counts are still right in this run."""
+    from engine.cluster.embedded import EmbeddedCluster
+
+    if cluster1.kafka_version == OLDER:
+        pytest.skip("this suite runs Kafka 4.1.2 (LAB_KAFKA_VERSION): it is the older side here")
+    monkeypatch.setenv(settings.KAFKA_VERSION.name, OLDER)
+    jars.ensure_kafka_jars(version=OLDER)
+    older = EmbeddedCluster(f"test-streams-{OLDER}", node_count=1)
+    older.start(timeout=180)
+    try:
+        output = run_scenario(load_scenario(scenarios_dir() / "streams-crash.yaml"), older,
+                              levels=[EOS])  # fmt: skip
+    finally:
+        older.stop()
+    folder = record.level_folder(record.run_folder(output["run_id"]), EOS)
+    assert history(folder, "processor#2")[0]["kafka_streams_version"] == OLDER
+    assert store_verdicts(folder) == ["from_checkpoint"]
+    result = output["results"][EOS]
+    [said] = said_of_the_store(result)
+    assert f"Kafka Streams {OLDER}" in said and "KAFKA-20685" in said
+    assert result["duplicates"] == 0 and result["lost"] == 0

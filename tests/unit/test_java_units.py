@@ -12,7 +12,13 @@ from engine.java_roles import JAVA_POM
 from engine.tools import find_java, find_maven
 
 # Every JUnit class in java/src/test, each of which must have run.
-SUITES = {"FailPointTest", "PaymentsTest", "ProducerResumeTest", "ProducerValuesTest"}
+SUITES = {
+    "FailPointTest",
+    "PaymentsTest",
+    "ProducerResumeTest",
+    "ProducerValuesTest",
+    "StoreLogTapTest",
+}
 
 
 def test_the_java_roles_junit_tests_pass(tmp_path: Path) -> None:

@@ -164,3 +164,50 @@ def test_the_fidelity_grid_offers_what_the_page_offers_a_streams_scenario() -> N
     points = grid(load_scenario(list_scenarios()["streams-crash"]))
     assert {p.partitions for p in points} == {1} and len(points) == len(PROCESSING_MS)
     assert len(grid(load_scenario(list_scenarios()["consumer-crash"]))) > len(points)
+
+
+def _checked(verdict: str, guarantee: str, version: str = "4.4.0") -> list[dict]:
+    line = (
+        "[t] WARN org.apache.kafka.streams.processor.internals.ProcessorStateManager - "
+        "stream-task [0_0] State store account-totals ..."
+    )
+    return [
+        {"ev": "start", "proc": "processor#2", "processing_guarantee": guarantee,
+         "kafka_streams_version": version},
+        {"ev": "store_checked", "proc": "processor#2", "store": "account-totals",
+         "verdict": verdict, "offset": "null", "line": line},
+    ]  # fmt: skip
+
+
+def test_a_wiped_store_is_told_with_its_version_and_kafkas_own_line():
+    history = _checked("wiped", "exactly_once_v2")
+    [said] = streams.store_check_words(history[1], history)
+    assert "Kafka Streams 4.4.0" in said and "wiped the store" in said
+    assert "KIP-1035" in said and "“stream-task [0_0] State store account-totals ...”" in said
+
+
+def test_a_store_kept_from_its_checkpoint_at_exactly_once_names_the_bug():
+    history = _checked("from_checkpoint", "exactly_once_v2", "4.1.2")
+    [said] = streams.store_check_words(history[1], history)
+    assert "Kafka Streams 4.1.2" in said and "kept the state store" in said
+    assert "KAFKA-20685" in said and "wiped" not in said.split("4.3")[0]
+
+
+@pytest.mark.parametrize(
+    ("verdict", "guarantee"),
+    [("wiped", "at_least_once"), ("from_checkpoint", "at_least_once"),
+     ("no_checkpoint", "exactly_once_v2")],
+)  # fmt: skip
+def test_only_exactly_once_wipes_or_kept_stores_are_told(verdict, guarantee):
+    """at_least_once never wipes a store (Kafka Streams keeps it and replays), and a store
+    found with no checkpoint at all is a first start: no sentence."""
+    history = _checked(verdict, guarantee)
+    assert streams.store_check_words(history[1], history) == []
+
+
+def test_the_evidence_carries_the_store_check_of_a_replacement_only():
+    history = _checked("wiped", "exactly_once_v2")
+    first = [{**e, "proc": "processor"} for e in history]
+    with_store = [*first, *history, {"ev": "store_opened", "proc": "processor#2", "accounts": {}}]
+    said = streams.store_evidence(with_store, [])
+    assert sum("wiped the store" in line for line in said) == 1

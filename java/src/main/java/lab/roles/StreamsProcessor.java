@@ -1,5 +1,7 @@
 package lab.roles;
 
+import java.io.IOException;
+import java.io.InputStream;
 import java.time.Duration;
 import java.util.Map;
 import java.util.Properties;
@@ -29,7 +31,7 @@ import org.apache.kafka.streams.state.Stores;
  * processing_ms, state_dir, name, history, failpoint.
  *
  * <p>Events: start, consumed, output_acked, output_failed, committed, commit_rejected, txn_abort,
- * fenced, restore_started, restored, store_opened, idle, error, done.
+ * fenced, restore_started, restored, store_opened, store_checked (StoreLogTap), idle, error, done.
  */
 public final class StreamsProcessor {
   /** Caught up: nothing consumed for this long while running. */
@@ -43,6 +45,7 @@ public final class StreamsProcessor {
     FailPoint point = FailPoint.fromSpec(spec);
     History raw = new History((String) spec.get("history"), (String) spec.get("name"), point);
     StreamsHistory history = new StreamsHistory(raw);
+    StoreLogTap.install(history); // before Kafka Streams logs its first line
     String input = (String) spec.get("input");
     String output = (String) spec.get("output");
 
@@ -55,7 +58,8 @@ public final class StreamsProcessor {
             "commit_interval_ms", effective.getLong(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG),
             "config", new TreeMap<>(props),
             "producer_config", printable(effective.getProducerConfigs("lab")),
-            "failpoint", point == null ? null : point.name()));
+            "failpoint", point == null ? null : point.name(),
+            "kafka_streams_version", streamsVersion()));
 
     KafkaStreams streams =
         new KafkaStreams(
@@ -188,6 +192,23 @@ public final class StreamsProcessor {
       }
     }
     return null;
+  }
+
+  /**
+   * The version of the Kafka Streams jar this role runs, from the properties file the jar carries
+   * (its public ClientMetrics reads the same file); "unknown" if the jar has none.
+   */
+  static String streamsVersion() {
+    try (InputStream in =
+        KafkaStreams.class.getResourceAsStream("/kafka/kafka-streams-version.properties")) {
+      Properties props = new Properties();
+      if (in != null) {
+        props.load(in);
+      }
+      return props.getProperty("version", "unknown");
+    } catch (IOException e) {
+      return "unknown";
+    }
   }
 
   static Map<String, Object> printable(Map<String, Object> config) {
