@@ -23,7 +23,7 @@ from typing import Any
 
 from engine.checker import EPOCH_ANSWERS, LevelCounts, Verdict
 from engine.client_evidence import client_evidence
-from engine.faults import KINDS, takes_leader_away
+from engine.faults import KINDS, takes_leader_away, wakes
 from engine.levels import LEVELS
 from engine.streams import store_evidence
 from engine.words import nodes_words, point_words, process_words, say_error
@@ -127,7 +127,7 @@ def explain(
             first_read[proc] = event
         elif ev == "nemesis":
             _nemesis_evidence(event, out)
-            if event.get("kind") == "resume":
+            if wakes(event):
                 resumed_at[str(event.get("target"))] = event["t"]
         elif ev == "fenced" and not replaced and event.get("by") != "group coordinator":
             # No other instance ran: the coordinator's abort of a timed-out transaction bumped
@@ -439,11 +439,11 @@ def replication_loss_sentence(history: Sequence[dict[str, Any]]) -> str:
     the nodes it killed, the ISR the cluster reported, and the brokers' own log lines."""
     nemesis = [e for e in history if e.get("ev") == "nemesis"]
     killed = {
-        e.get("kind"): e.get("node")
+        role: e.get("node")
         for e in nemesis
-        if e.get("kind") in ("kill-leader", "kill-follower")
+        if (kind := KINDS.get(str(e.get("kind")))) and (role := kind.kills_node)
     }
-    leader, follower = killed.get("kill-leader"), killed.get("kill-follower")
+    leader, follower = killed.get("leader"), killed.get("follower")
     if leader is None or follower is None:
         return ""
     alone = any(e.get("kind") == "isr" and e.get("isr") == [leader] for e in nemesis)

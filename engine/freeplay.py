@@ -57,6 +57,9 @@ from engine.scenario import Fault, Scenario, Workload
 CONTROLS: dict[str, tuple[str, FreePlayControl]] = {
     control.strike: (kind, control) for kind, control in free_play_controls()
 }
+# The kind that brings a downed broker back (its control's broker_step "back"): a click, or
+# the automatic restart.
+BROKER_BACK = next(kind for kind, c in CONTROLS.values() if c.broker_step == "back")
 StrikeKind = str  # a strike's name: a key of CONTROLS
 STRIKES: tuple[StrikeKind, ...] = tuple(CONTROLS)
 # (button label, the strike, what it does for real), for the page.
@@ -247,7 +250,7 @@ class FreePlay:
         """Why a strike cannot be made now, in one sentence; None if it can."""
         if self.phase != "running" or self._stop.is_set():
             return "Free play is not running."
-        fault_kind, control = CONTROLS.get(kind, ("", None))
+        _, control = CONTROLS.get(kind, ("", None))
         if control is not None and control.needs_broker_faults:
             if not self.settings.broker_faults:
                 return broker_faults_refused(self.cluster) or (
@@ -255,7 +258,7 @@ class FreePlay:
                 )
             if self.killed_node is not None:
                 return f"Node {self.killed_node} is down already; restart it first."
-        if fault_kind == "restart-nodes" and self.killed_node is None:
+        if control is not None and control.broker_step == "back" and self.killed_node is None:
             return "No broker is down."
         return None
 
@@ -359,11 +362,9 @@ class FreePlay:
         """The real fault on every level at once; a refusal or an error becomes a notice."""
         fault_kind, control = CONTROLS[kind]
         try:
-            if (
-                fault_kind == "kill-leader"
-            ):  # one node for every level: fired once, recorded in each
-                self._kill_leader()
-            elif fault_kind == "restart-nodes":
+            if control.broker_step == "down":  # one node for every level: fired once
+                self._take_broker_down(fault_kind)
+            elif control.broker_step == "back":
                 self._restart_broker("on request")
             else:
                 self._each(Fault(kind=fault_kind, **control.params(self.settings)))
@@ -375,8 +376,9 @@ class FreePlay:
         for level in self.levels:
             level.nemesis.fire(fault)
 
-    def _kill_leader(self) -> None:
-        """SIGKILL the broker leading the first level's input, once; every level records it.
+    def _take_broker_down(self, fault_kind: str) -> None:
+        """Take the broker leading the first level's input down (kill-leader: SIGKILL), once;
+        every level records it.
 
         The kill is one line, with one time, in the history of every level whose partition it
         led (every_level_nemesis, as a scenario's shared faults); a level whose partition had
@@ -397,7 +399,7 @@ class FreePlay:
             topic=first.run.input_topic,
             started_at=first.nemesis.ctx.started_at,
         )
-        self.broker_strike.fire(Fault(kind="kill-leader"))
+        self.broker_strike.fire(Fault(kind=fault_kind))
         node = next(iter(self.broker_strike.killed_nodes))
         for level in self.levels:
             if level not in led:  # said as it is: this level's partition had another leader
@@ -415,10 +417,10 @@ class FreePlay:
             return
         self.stage = f"Restarting node {node}"
         if self.broker_strike is not None:  # one line in the levels it struck
-            self.broker_strike.fire(Fault(kind="restart-nodes"))
+            self.broker_strike.fire(Fault(kind=BROKER_BACK))
         for level in self.levels:
             if level not in self.struck:
-                level.nemesis.record("restart-nodes", nodes=[node])
+                level.nemesis.record(BROKER_BACK, nodes=[node])
         self.killed_node = self.restart_due = None
         self.stage = "Streaming"
         self.note(f"Broker node {node} restarted {how}.")

@@ -26,6 +26,7 @@ from engine import record, settings, streams
 from engine.cluster.base import Cluster
 from engine.errors import LabError
 from engine.failpoints import FailPoint
+from engine.faults import kind_of
 from engine.history import HistoryFanOut, HistoryWriter, Tail, merge
 from engine.java_client import JAVA_PRODUCER_MAIN, ClientSettings, settings_for
 from engine.java_client import describe as describe_settings
@@ -241,7 +242,8 @@ class LevelRun:
             spec["resume"] = {"policy": self.resend_policy(fault), "outbox": str(self.outbox)}
             self.start_role("producer", "producer", spec)
         elif base == "processor":
-            self.start_processor(beside_a_frozen_one=fault.kind == "pause")
+            # A lasting fault (a pause, until its resume) leaves the first instance alive.
+            self.start_processor(beside_a_frozen_one=kind_of(fault.kind).ended_by is not None)
 
     def start_processor(self, *, beside_a_frozen_one: bool = False) -> RoleProcess:
         """The level's processor: the Python one, or the Kafka Streams one (a JVM)."""

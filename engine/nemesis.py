@@ -68,6 +68,9 @@ class Nemesis:
         # The node each of kill-leader and kill-follower took down, for a targeted restart.
         self.node_roles: dict[str, int] = {}
         self.restarting: list[threading.Thread] = []
+        # What a kind left in force and registered its own undo for (on_heal): a new kind's
+        # residue needs no line here.
+        self.undos: list[tuple[str, Callable[[], None]]] = []
         self._record_lock = threading.Lock()  # restarts record from their own threads
         self.settled_at = 0.0  # when every fault fired so far is wholly in force
 
@@ -164,8 +167,14 @@ class Nemesis:
         process.resume()
         self.record("resume", target=process.name, pid=process.pid, signal="SIGCONT")
 
+    def on_heal(self, what: str, undo: Callable[[], None]) -> None:
+        self.undos.append((what, undo))
+
     def heal(self) -> None:
         """Undo what is still in force, so the next level starts on a healthy cluster."""
+        while self.undos:  # the kinds' own residues, the last first
+            _, undo = self.undos.pop()
+            undo()
         proxy = self.ctx.cluster.proxy_control()
         if proxy is not None:
             for rule_id in self.proxy_rules:

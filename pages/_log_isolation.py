@@ -13,6 +13,7 @@ import streamlit as st
 
 from engine import logs, record
 from engine.cluster import Cluster
+from engine.faults import marks_a_process
 from engine.live import nemesis_text
 from pages._log_common import not_ready, table, topic_picker
 from pages._presenter import room_chart
@@ -123,7 +124,7 @@ def offsets_figure(readings: list[dict[str, Any]], history: list[dict[str, Any]]
             )
         )
     for event in history:
-        if event.get("ev") == "nemesis" and event.get("kind") in ("pause", "resume", "crash"):
+        if event.get("ev") == "nemesis" and marks_a_process(event):
             fig.add_vline(
                 x=event["t"] - start,
                 line_dash="dot",

@@ -18,6 +18,7 @@ import streamlit as st
 
 from engine import record
 from engine.errors import LabError
+from engine.faults import lasting_spans
 from engine.scenario import list_scenarios, load_scenario
 from engine.words import process_words
 from pages._presenter import presenter_on, room_chart, room_table
@@ -129,9 +130,9 @@ for kind, (label, colour, symbol, size) in style.items():
                 marker={"color": colour, "symbol": symbol, "size": size},
             )
         )
-pauses = [e for e in history if e["ev"] == "nemesis" and e.get("kind") in ("pause", "resume")]
-paused_at = next((e["t"] for e in pauses if e["kind"] == "pause"), None)
-woke_at = next((e["t"] for e in pauses if e["kind"] == "resume"), None)
+# The first lasting fault (the zombie's pause) and the record that ended it (its resume).
+spans = lasting_spans(e for e in history if e["ev"] == "nemesis")
+paused_at, woke_at = (spans[0][0]["t"], (spans[0][1] or {}).get("t")) if spans else (None, None)
 if paused_at and woke_at:
     figure.add_vrect(
         x0=paused_at - start,

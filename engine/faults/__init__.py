@@ -17,9 +17,10 @@ from __future__ import annotations
 import importlib
 import pkgutil
 import re
+from collections.abc import Iterable
 from typing import Any
 
-from pydantic import field_validator, model_validator
+from pydantic import ConfigDict, ValidationError, field_validator, model_validator
 
 from engine.failpoints import FailPoint
 from engine.faults.base import EVERY_PIPELINE, FaultKind, FreePlayControl
@@ -47,7 +48,10 @@ def incomplete(kind: FaultKind) -> list[str]:
         return problems
     if not re.fullmatch(r"[a-z]+(-[a-z]+)*", kind.name):
         problems.append(f"name '{kind.name}' is not lower-case words joined by dashes")
-    if unknown := sorted(set(kind.takes) - PARAMS):
+    own = set(kind.own_params.model_fields) if kind.own_params is not None else set()
+    if shared := sorted(own & (PARAMS | COMMON_PARAMS)):
+        problems.append(f"has own parameters the shared ones already name: {', '.join(shared)}")
+    if unknown := sorted(set(kind.takes) - PARAMS - own):
         problems.append(f"takes parameters no scenario can give: {', '.join(unknown)}")
     if not kind.words.strip():
         problems.append("has no words for the room")
@@ -105,7 +109,13 @@ def kind_of(name: str) -> FaultKind:
 
 
 class Fault(FaultParams):
-    """A scenario's fault, validated against its kind: a known kind, and only its parameters."""
+    """A scenario's fault, validated against its kind: a known kind, and only its parameters.
+
+    Beyond the shared parameters (FaultParams), a kind may take its own (its `own_params`
+    model): given as extra fields, checked by that model, kept with their defaults filled in.
+    """
+
+    model_config = ConfigDict(extra="allow", frozen=True)
 
     @field_validator("kind")
     @classmethod
@@ -118,6 +128,18 @@ class Fault(FaultParams):
     def _its_parameters(self) -> Fault:
         kind = KINDS[self.kind]
         given = self.model_fields_set - COMMON_PARAMS
+        own = dict(self.model_extra or {})
+        if kind.own_params is not None:
+            try:
+                checked = kind.own_params.model_validate(
+                    {k: v for k, v in own.items() if k in kind.own_params.model_fields}
+                )
+            except ValidationError as exc:
+                raise ValueError(
+                    f"{self.kind}: {exc.errors()[0]['loc'][0]}: {exc.errors()[0]['msg']}"
+                ) from None
+            own.update(checked.model_dump())
+            object.__setattr__(self, "__pydantic_extra__", own)
         if foreign := sorted(given - kind.takes):
             takes = ", ".join(sorted(kind.takes)) or "no parameter besides when and delay_s"
             raise ValueError(f"{self.kind} does not take {', '.join(foreign)} (it takes: {takes})")
@@ -166,3 +188,40 @@ def free_play_controls() -> list[tuple[str, FreePlayControl]]:
     """(kind, its Free play control) for every kind that has one, in button order."""
     controls = [(name, k.free_play) for name, k in KINDS.items() if k.free_play is not None]
     return sorted(controls, key=lambda item: item[1].order)
+
+
+def fault_kind_of(record: dict[str, Any]) -> FaultKind | None:
+    """The fault kind a nemesis record is of; None for a proxy's record or another record."""
+    if record.get("source") == "proxy":
+        return None
+    return KINDS.get(str(record.get("kind")))
+
+
+def marks_a_process(record: dict[str, Any]) -> bool:
+    """Whether a nemesis record is a fault on one client process (a crash, a pause, a resume:
+    its kind's `on_process`), which a chart marks on that process's line."""
+    kind = fault_kind_of(record) if record.get("ev", "nemesis") == "nemesis" else None
+    return kind is not None and kind.on_process
+
+
+def wakes(record: dict[str, Any]) -> bool:
+    """Whether a nemesis record ends a lasting fault (it is some kind's `ended_by`: a resume)."""
+    kind = fault_kind_of(record)
+    return kind is not None and any(k.ended_by == kind.name for k in KINDS.values())
+
+
+def lasting_spans(
+    records: Iterable[dict[str, Any]],
+) -> list[tuple[dict[str, Any], dict[str, Any] | None]]:
+    """Each lasting fault's record (a kind with `ended_by`: a pause) and the record that
+    ended it for the same target (its resume), or None if none did, in order."""
+    spans: list[tuple[dict[str, Any], dict[str, Any] | None]] = []
+    open_at: dict[tuple[str, str], int] = {}  # (the ending kind, target) -> its span's index
+    for record in records:
+        target, kind = str(record.get("target")), fault_kind_of(record)
+        if kind is not None and kind.ended_by:
+            open_at[(kind.ended_by, target)] = len(spans)
+            spans.append((record, None))
+        elif (index := open_at.pop((str(record.get("kind")), target), None)) is not None:
+            spans[index] = (spans[index][0], record)
+    return spans

@@ -23,6 +23,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol
 
+from pydantic import BaseModel
+
 from engine.errors import UnsupportedFaultError
 from engine.faults.params import FaultParams
 from engine.history import HistoryFanOut, HistoryWriter
@@ -72,6 +74,7 @@ class NemesisState(Protocol):
     proxy_rules: list[int]
     proxy_wide: bool
     frozen: list[RoleProcess]
+    undos: list[tuple[str, Callable[[], None]]]  # residues kinds registered (on_heal)
     timed_resumes: list[tuple[float, Callable[[], None]]]
     paused_nodes: set[int]
     killed_nodes: set[int]
@@ -82,6 +85,10 @@ class NemesisState(Protocol):
     def record(self, kind: str, **attrs: Any) -> None: ...
 
     def wake(self, process: RoleProcess) -> None: ...
+
+    def on_heal(self, what: str, undo: Callable[[], None]) -> None:
+        """Have `heal` call `undo` (a kind's own residue: what it left in force, `what` in
+        words), after the level and before the next; the last registered is undone first."""
 
 
 @dataclass(frozen=True)
@@ -124,6 +131,9 @@ class FreePlayControl:
     # The notice once struck, from the same settings.
     note: Callable[[Any], str] = lambda settings: ""
     needs_broker_faults: bool = False  # only in a session started with broker faults on
+    # A strike on the brokers: "down" takes one node down for every level (fired once,
+    # recorded in each; free play remembers the node), "back" brings that node back.
+    broker_step: Literal["down", "back"] | None = None
 
 
 class FaultKind(ABC):
@@ -148,6 +158,16 @@ class FaultKind(ABC):
     # It takes the partition's leader away (killed or shut down): writes it held may be gone,
     # and an answer from another node before the election is not a stale one.
     takes_leader_away: ClassVar[bool] = False
+    # The partition role ("leader", "follower") of the broker it kills: the replication
+    # sentences (engine.explain) pair a killed leader with a killed follower by it.
+    kills_node: ClassVar[str | None] = None
+    # It acts on one client process (a crash, a pause, a resume): a chart marks it on that
+    # process's line.
+    on_process: ClassVar[bool] = False
+    # Parameters only this kind takes, beyond the shared ones (engine.faults.params): a
+    # pydantic model whose fields `takes` names too. A scenario gives them as any other, and
+    # `fault.<name>` reads them, defaults filled in (engine.faults.Fault).
+    own_params: ClassVar[type[BaseModel] | None] = None
 
     @abstractmethod
     def fire(self, fault: FaultParams, nemesis: NemesisState) -> None:

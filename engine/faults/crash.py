@@ -22,6 +22,7 @@ class Crash(FaultKind):
     takes = frozenset({"target", "replace", "resend_unacked"})
     available = Availability(EVERY_BACKEND, why="a signal to the lab's own client process")
     reach = "level"
+    on_process = True
     words = "killed"
     colour = KILLED
     default_target = "producer"

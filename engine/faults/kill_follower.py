@@ -19,6 +19,7 @@ class KillFollower(FaultKind):
     reach = "brokers"
     words = "follower killed"
     colour = KILLED
+    kills_node = "follower"
 
     def fire(self, fault: FaultParams, nemesis: NemesisState) -> None:
         if (picked := nodes.calm_follower(nemesis, fault.kind)) is None:

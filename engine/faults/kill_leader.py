@@ -25,6 +25,7 @@ class KillLeader(FaultKind):
     words = "partition leader killed"
     colour = KILLED
     takes_leader_away = True
+    kills_node = "leader"
     # Free play fires it on the first level and records it in the others (engine.freeplay).
     free_play = FreePlayControl(
         strike="kill-leader",
@@ -32,6 +33,7 @@ class KillLeader(FaultKind):
         help="SIGKILL of the broker JVM that leads every level's partitions.",
         order=5,
         needs_broker_faults=True,
+        broker_step="down",
     )
 
     def fire(self, fault: FaultParams, nemesis: NemesisState) -> None:

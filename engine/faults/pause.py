@@ -33,6 +33,7 @@ class Pause(FaultKind):
     takes = frozenset({"target", "replace", "resend_unacked", "duration_s"})
     available = Availability(EVERY_BACKEND, why="a signal to the lab's own client process")
     reach = "level"
+    on_process = True
     words = "frozen"
     colour = FROZEN
     default_target = "processor"

@@ -34,6 +34,7 @@ class RestartNodes(FaultKind):
         label="🔁 Restart the broker now",
         help="Start the killed broker again, without waiting.",
         order=6,
+        broker_step="back",
     )
 
     def check(self, fault: FaultParams) -> None:

@@ -21,6 +21,7 @@ class Resume(FaultKind):
     takes = frozenset({"target"})
     available = Availability(EVERY_BACKEND, why="a signal to the lab's own client process")
     reach = "level"
+    on_process = True
     words = "woken"
     colour = HURT  # a resume after its pause closes the pause's band instead
     default_target = "processor"

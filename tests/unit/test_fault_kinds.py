@@ -22,7 +22,7 @@ from engine.faults.base import EVERY_BACKEND, HURT, Availability, FaultKind
 from engine.faults.params import PARAMS, FaultParams
 from engine.live import nemesis_text
 from engine.nemesis import Nemesis, NemesisContext
-from engine.scenario import list_scenarios
+from engine.scenario import ScenarioError, list_scenarios, parse_scenario
 from engine.words import from_name
 
 
@@ -313,3 +313,92 @@ def test_the_kinds_that_take_the_leader_away_say_so_themselves():
     assert not takes_leader_away({"kind": "kill-follower", "node": 2})
     assert not takes_leader_away({"kind": "kill-leader", "source": "proxy"})
     assert not takes_leader_away({"kind": "isr", "isr": [1]})
+
+
+# ---- a new kind with a parameter and a residue of its own, in one file ------------------------
+
+SQUEAK_FILE = """
+from pydantic import BaseModel, ConfigDict, Field
+
+from engine.faults.base import EVERY_BACKEND, HURT, Availability, FaultKind
+
+SQUEAKING = []  # what the kind leaves in force: its residue, until the nemesis heals
+
+
+class SqueakParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    squeak_ms: float = Field(gt=0)  # a parameter no other kind takes
+    loud: bool = False
+
+
+class Squeak(FaultKind):
+    name = "squeak"
+    takes = frozenset({"target", "squeak_ms", "loud"})
+    own_params = SqueakParams
+    available = Availability(EVERY_BACKEND)
+    reach = "level"
+    words = "squeaked"
+    colour = HURT
+
+    def fire(self, fault, nemesis):
+        squeak = (fault.target, fault.squeak_ms, fault.loud)
+        SQUEAKING.append(squeak)
+        nemesis.on_heal("the squeak", lambda: SQUEAKING.remove(squeak))
+        nemesis.record(self.name, target=fault.target, squeak_ms=fault.squeak_ms)
+
+    def live(self, event, point):
+        return f"{event.get('target')} squeaked for {event.get('squeak_ms')} ms"
+
+    def evidence(self, event, where):
+        return f"{event.get('target')} squeaked for {event.get('squeak_ms')} ms."
+
+
+KIND = Squeak()
+"""
+
+
+def test_a_new_kind_with_its_own_parameter_and_residue_is_one_file(tmp_path, monkeypatch):
+    """The kind's file alone: a scenario gives its parameter (checked by its own model,
+    its default filled in), the nemesis fires it, heal undoes what it left in force, and
+    the live view and the evidence say it. No other file names it."""
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    path, package = _package(tmp_path, "kinds_squeak", {"squeak.py": SQUEAK_FILE})
+    squeak = discover(path, package)["squeak"]
+    monkeypatch.setitem(KINDS, "squeak", squeak)
+    squeaking = sys.modules[f"{package}.squeak"].SQUEAKING
+
+    text = (Path("scenarios") / "ack-loss.yaml").read_text()
+    data = yaml.safe_load(text)
+    data["faults"] = [{"kind": "squeak", "target": "producer", "squeak_ms": 5}]
+    scenario = parse_scenario(yaml.safe_dump(data))
+    [fault] = scenario.faults
+    assert (fault.squeak_ms, fault.loud) == (5, False)
+    with pytest.raises(ScenarioError, match="squeak_ms"):
+        parse_scenario(yaml.safe_dump({**data, "faults": [{"kind": "squeak", "squeak_ms": -1}]}))
+    with pytest.raises(ScenarioError, match="squeak does not take ms"):
+        parse_scenario(
+            yaml.safe_dump({**data, "faults": [{"kind": "squeak", "squeak_ms": 1, "ms": 3}]})
+        )
+    with pytest.raises(ScenarioError, match="crash does not take squeak_ms"):
+        parse_scenario(yaml.safe_dump({**data, "faults": [{"kind": "crash", "squeak_ms": 1}]}))
+
+    history = _Records()
+    nemesis = _nemesis_over(_Logged([]), history)
+    nemesis.fire(fault)
+    assert squeaking == [("producer", 5.0, False)]
+    nemesis.heal()
+    assert squeaking == []
+    [record] = [line for line in history.lines if line["ev"] == "nemesis"]
+    assert nemesis_text(record) == "producer squeaked for 5.0 ms"
+    assert squeak.evidence(record, None) == "producer squeaked for 5.0 ms."
+    assert faults.fault_words("squeak") == "squeaked"
+
+
+def test_own_parameters_may_not_shadow_the_shared_ones(tmp_path, monkeypatch):
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    shadowing = SQUEAK_FILE.replace("squeak_ms: float", "ms: float").replace(
+        '"squeak_ms", "loud"', '"ms", "loud"'
+    )
+    path, package = _package(tmp_path, "kinds_shadow", {"squeak.py": shadowing})
+    with pytest.raises(TypeError, match="own parameters the shared ones already name: ms"):
+        discover(path, package)
