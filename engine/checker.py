@@ -59,6 +59,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from engine.events import Event
+
 LATENCY_DEFINITION = (
     "End-to-end latency is the moment the sink consumer first read a message, at the level's "
     "isolation, minus the moment the workload created it (the created_at field of its value). "
@@ -186,32 +188,32 @@ def check(
     group_committed: dict[int, int] = {}  # input partition -> the group's offset at the end
     input_at: dict[int, tuple[int, int]] = {}  # id -> where the source's write landed
     for event in history:
-        if event.get("ev") == "group_committed" and event.get("partition") is not None:
+        if event.get("ev") == Event.GROUP_COMMITTED and event.get("partition") is not None:
             group_committed[int(event["partition"])] = int(event["offset"])
         elif (
             event.get("proc") == "source"
-            and event.get("ev") == "ack"
+            and event.get("ev") == Event.ACK
             and event.get("id") is not None
             and event.get("offset") is not None
         ):
             input_at.setdefault(event["id"], (int(event["partition"]), int(event["offset"])))
         if event.get("proc", "").split("#")[0] in producers and event.get("ev") in (
-            "txn_abort",
-            "txn_commit",
+            Event.TXN_ABORT,
+            Event.TXN_COMMIT,
         ):
-            target = aborted_txn_ids if event["ev"] == "txn_abort" else committed_txn_ids
+            target = aborted_txn_ids if event["ev"] == Event.TXN_ABORT else committed_txn_ids
             target.update(event.get("ids", []))
         proc, ev, message_id = event.get("proc", ""), event.get("ev"), event.get("id")
         if message_id is None:
             continue
         if proc.split("#")[0] in producers:
-            if ev == "send":
+            if ev == Event.SEND:
                 sent_at.setdefault(message_id, event["t"])
-            elif ev == "ack":
+            elif ev == Event.ACK:
                 acked_at.setdefault(message_id, event["t"])
-            elif ev == "fail":
+            elif ev == Event.FAIL:
                 failed.add(message_id)
-        elif proc == sink_proc and ev == "consumed":
+        elif proc == sink_proc and ev == Event.CONSUMED:
             consumed_at.setdefault(message_id, event["t"])
 
     # Messages the workload itself aborted (never committed): not delivering them is correct.
@@ -370,9 +372,9 @@ def count_refusals(
     lived: list[tuple[tuple[str, int], dict[str, Any]]] = []
     # In time order whatever the input's order of equal times (the metrics job collects the
     # rows in any order), a restart after the lines its fence wrote at the same moment.
-    for event in sorted(history, key=lambda e: (_time(e), e.get("ev") == "restart")):
+    for event in sorted(history, key=lambda e: (_time(e), e.get("ev") == Event.RESTART)):
         proc = str(event.get("proc") or "")
-        if event.get("ev") == "restart":
+        if event.get("ev") == Event.RESTART:
             restarts[proc] += 1
             born[(proc, restarts[proc])] = _time(event)
         lived.append(((proc, restarts[proc]), event))
@@ -381,7 +383,8 @@ def count_refusals(
     wrote_refused = {
         key
         for key, e in lived
-        if e.get("ev") in ("fail", "output_failed") and e.get("error") in WRITE_REFUSED_ERRORS
+        if e.get("ev") in (Event.FAIL, Event.OUTPUT_FAILED)
+        and e.get("error") in WRITE_REFUSED_ERRORS
     }
     txn_fenced: set[tuple[str, int]] = set()
     fenced_by_write: set[tuple[str, int]] = set()
@@ -389,9 +392,9 @@ def count_refusals(
     commits_rejected = 0
     for key, event in lived:
         ev = event.get("ev")
-        if ev == "commit_rejected" and event.get("error") in GROUP_REFUSALS:
+        if ev == Event.COMMIT_REJECTED and event.get("error") in GROUP_REFUSALS:
             commits_rejected += 1
-        elif ev == "fenced" and event.get("by") == GROUP:
+        elif ev == Event.FENCED and event.get("by") == GROUP:
             group_fenced.add(key[0])
         elif key not in txn_fenced | fenced_by_write and _txn_fence(event):
             # A fence after a refused write is that write's refusal, not a call's.
@@ -419,9 +422,9 @@ def _txn_fence(event: dict[str, Any]) -> bool:
     """A producer fenced for its epoch: a `fenced` line not by the group, or a commit that
     failed because the transaction was aborted under it with an epoch error."""
     ev = event.get("ev")
-    if ev == "fenced":
+    if ev == Event.FENCED:
         return event.get("by") != GROUP
-    if ev == "txn_abort" and event.get("by"):
+    if ev == Event.TXN_ABORT and event.get("by"):
         reason = str(event.get("reason", "")).lower()
         return event.get("error") in EPOCH_FENCE_ERRORS or "fenced" in reason or "epoch" in reason
     return False

@@ -13,6 +13,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
+from engine.events import Event
 from engine.java_client import java_value
 
 SHOWN = ("acks", "enable.idempotence", "retries", "max.in.flight.requests.per.connection")
@@ -30,7 +31,7 @@ def client_evidence(
 
     `reordered`: how many messages the checker found stored out of order at this level.
     """
-    starts = [e for e in history if e.get("ev") == "start" and _java_producer(e)]
+    starts = [e for e in history if e.get("ev") == Event.START and _java_producer(e)]
     if not starts:
         return []
     java_procs = {e["proc"] for e in starts}
@@ -47,7 +48,7 @@ def client_evidence(
     failures = Counter(
         (str(e.get("exception")), str(e.get("error")))
         for e in history
-        if e.get("ev") == "fail" and e.get("proc") in java_procs and e.get("exception")
+        if e.get("ev") == Event.FAIL and e.get("proc") in java_procs and e.get("exception")
     )
     for (exception, error), n in failures.items():
         if error == "_MSG_TIMED_OUT":  # the Sender's own expiry (JavaProducer.describe)
@@ -74,7 +75,7 @@ def client_evidence(
         )
     lost_epoch = any(
         e.get("proc") in java_procs
-        and e.get("ev") == "fenced"
+        and e.get("ev") == Event.FENCED
         and e.get("error") == "INVALID_TXN_STATE"
         for e in history
     )

@@ -23,6 +23,7 @@ from typing import Any
 
 from engine.checker import EPOCH_ANSWERS, LevelCounts, Verdict
 from engine.client_evidence import client_evidence
+from engine.events import Event
 from engine.faults import KINDS, takes_leader_away, wakes
 from engine.levels import LEVELS
 from engine.streams import store_evidence
@@ -83,13 +84,13 @@ def _point_sentence(event: dict[str, Any]) -> str | None:
     if not event.get("point"):
         return None
     at = event.get("at") or {}
-    if at.get("ev") == "auto_committed":
+    if at.get("ev") == Event.AUTO_COMMITTED:
         return (
             f"at its fault point ({point_words(event['point'])}): batch "
             f"{at.get('batch')}, ids "
             f"{id_ranges(i for i in at.get('ids', []) if i is not None)}, {at.get('state')}"
         )
-    if at.get("ev") != "commit_gap":
+    if at.get("ev") != Event.COMMIT_GAP:
         return f"at its fault point ({point_words(event['point'])})"
     return (
         f"at its fault point ({point_words(event['point'])}): batch "
@@ -114,7 +115,7 @@ def explain(
     written_after_wake: dict[str, list[int]] = defaultdict(list)
     resumed = False  # a replacement producer decided what to send again
     # Did another instance of a role ever start (a replacement)? Then "fenced" may mean it.
-    replaced = any(e.get("ev") == "start" and "#" in str(e.get("proc", "")) for e in history)
+    replaced = any(e.get("ev") == Event.START and "#" in str(e.get("proc", "")) for e in history)
     for event in history:
         proc, ev = str(event.get("proc", "")), event.get("ev")
         if proc == "source" or proc == "sink":
@@ -123,13 +124,13 @@ def explain(
             writers_of[event["id"]].add(proc)
             if proc in resumed_at:
                 written_after_wake[proc].append(event["id"])
-        elif ev == "consumed" and proc not in first_read:
+        elif ev == Event.CONSUMED and proc not in first_read:
             first_read[proc] = event
-        elif ev == "nemesis":
+        elif ev == Event.NEMESIS:
             _nemesis_evidence(event, out)
             if wakes(event):
                 resumed_at[str(event.get("target"))] = event["t"]
-        elif ev == "fenced" and not replaced and event.get("by") != "group coordinator":
+        elif ev == Event.FENCED and not replaced and event.get("by") != "group coordinator":
             # No other instance ran: the coordinator's abort of a timed-out transaction bumped
             # the epoch (the txn_abort line before says so), whatever librdkafka's text says.
             out.evidence.append(
@@ -138,23 +139,23 @@ def explain(
                 "ran: the transaction coordinator bumps the epoch when it aborts a transaction "
                 "that outlived transaction.timeout.ms."
             )
-        elif ev == "fenced":
+        elif ev == Event.FENCED:
             by = f" by the {event['by']}" if event.get("by") else ""
             out.evidence.append(
                 f"{proc} was fenced{by}: "
                 f"{fenced_words(event.get('error'), event.get('reason'))} "
                 f"({event.get('reason')})."
             )
-        elif ev == "restart":
+        elif ev == Event.RESTART:
             # A new producer in the same process: what it writes is its own, not a zombie's.
             resumed_at.pop(proc, None)
-        elif ev == "commit_rejected":
+        elif ev == Event.COMMIT_REJECTED:
             out.evidence.append(
                 f"{proc}'s commit of offsets {event.get('offsets')} was rejected: "
                 f"{say_error(event.get('error'), event.get('reason')).markdown()} "
                 f"({event.get('reason')})."
             )
-        elif ev == "txn_abort" and event.get("by") and proc.split("#")[0] == "producer":
+        elif ev == Event.TXN_ABORT and event.get("by") and proc.split("#")[0] == "producer":
             # The producer's commit failed: its transaction had been aborted meanwhile.
             out.evidence.append(
                 f"{proc}'s commit of the transaction of ids {id_ranges(event.get('ids', []))} "
@@ -169,16 +170,16 @@ def explain(
                     else ""
                 )
             )
-        elif ev == "txn_abort" and proc.startswith("processor"):
+        elif ev == Event.TXN_ABORT and proc.startswith("processor"):
             out.evidence.append(
                 f"{proc} aborted the transaction of ids {id_ranges(event.get('ids', []))} after "
                 f"{say_error(event.get('error'), event.get('reason')).markdown()}, and read the "
                 "batch again."
             )
-        elif ev == "resume":
+        elif ev == Event.RESUME:
             resumed = True
             out.choices.append(_resume_choice(proc, event))
-        elif ev == "batch_failed":
+        elif ev == Event.BATCH_FAILED:
             batch = id_ranges(i for i in event.get("ids", []) if i is not None)
             then = event.get("then") or "the batch was not retried"
             out.evidence.append(
@@ -253,7 +254,7 @@ def explain(
             + (say_error(e.get("error"), e.get("reason")).markdown() if e.get("error") else e["ev"])
             + ")"
             for e in history
-            if e.get("ev") in ("fenced", "error")
+            if e.get("ev") in (Event.FENCED, Event.ERROR)
             and e.get("proc", "").startswith(("producer", "source"))
         ]
         out.why.append(
@@ -277,7 +278,7 @@ def explain(
         acked = [v.id for v in verdicts if v.verdict == "lost" and v.ack == "acked"]
         sentence = f"Lost: {ids_phrase(lost)} not in the topic."
         auto_commit = any(
-            e.get("ev") == "start" and e.get("mode") == "auto-commit" for e in history
+            e.get("ev") == Event.START and e.get("mode") == "auto-commit" for e in history
         )
         input_failed = [
             v.id for v in verdicts if v.verdict == "lost" and v.ack in ("failed", "unacked")
@@ -357,7 +358,9 @@ def explain(
         aborted_under=[
             i
             for e in history
-            if e.get("ev") == "txn_abort" and e.get("by") and e["proc"].split("#")[0] == "producer"
+            if e.get("ev") == Event.TXN_ABORT
+            and e.get("by")
+            and e["proc"].split("#")[0] == "producer"
             for i in e.get("ids", [])
         ],
     )
@@ -374,7 +377,7 @@ def explain(
 def longest_lso_stall(history: Sequence[dict[str, Any]]) -> str | None:
     """The longest time the leader reported the LSO stuck behind the high watermark (an open
     transaction), from the run's `offsets` readings; None under half a second."""
-    readings = [e for e in history if e.get("ev") == "nemesis" and e.get("kind") == "offsets"]
+    readings = [e for e in history if e.get("ev") == Event.NEMESIS and e.get("kind") == "offsets"]
     if not readings:
         return None
     best: tuple[float, dict[str, Any], float, int] | None = None
@@ -407,17 +410,17 @@ def wrote_after_leader_loss(history: Sequence[dict[str, Any]]) -> str | None:
     """A producer whose first write came only after the leader was killed or stopped: its
     counts say nothing about writes the dead leader held, and the room must be told so."""
     lost_at = next(
-        (e["t"] for e in history if e.get("ev") == "nemesis" and takes_leader_away(e)),
+        (e["t"] for e in history if e.get("ev") == Event.NEMESIS and takes_leader_away(e)),
         None,
     )
     if lost_at is None:
         return None
-    sends = [e["t"] for e in history if e.get("proc") == "producer" and e.get("ev") == "send"]
+    sends = [e["t"] for e in history if e.get("proc") == "producer" and e.get("ev") == Event.SEND]
     if not sends or min(sends) < lost_at:
         return None
     began = min((e["t"] for e in history if e.get("proc") == "producer"), default=lost_at)
     init = next(
-        (e["t"] for e in history if e.get("proc") == "producer" and e.get("ev") == "txn_init"),
+        (e["t"] for e in history if e.get("proc") == "producer" and e.get("ev") == Event.TXN_INIT),
         None,
     )
     why = ""
@@ -437,7 +440,7 @@ def wrote_after_leader_loss(history: Sequence[dict[str, Any]]) -> str | None:
 def replication_loss_sentence(history: Sequence[dict[str, Any]]) -> str:
     """Why acknowledged messages left the partition, when the run killed its replicas: from
     the nodes it killed, the ISR the cluster reported, and the brokers' own log lines."""
-    nemesis = [e for e in history if e.get("ev") == "nemesis"]
+    nemesis = [e for e in history if e.get("ev") == Event.NEMESIS]
     killed = {
         role: e.get("node")
         for e in nemesis

@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from engine.events import Event
+
 
 @dataclass(frozen=True)
 class FailPoint:
@@ -65,7 +67,7 @@ class ArmedFailPoint:
         self.reached = True
         # Where the role stands, from the event itself (the processor's commit_gap carries
         # the batch's offsets and what is committed), so the page can name the point.
-        history.write("failpoint_reached", point=self.point.name, at={"ev": ev, **attrs})
+        history.write(Event.FAILPOINT_REACHED, point=self.point.name, at={"ev": ev, **attrs})
         history.flush()
         os.kill(os.getpid(), signal.SIGSTOP)
         # Execution resumes here after SIGCONT (a paused zombie), exactly where it stopped.

@@ -43,6 +43,7 @@ from typing import Any, Literal
 from engine import record
 from engine.cluster.base import Cluster
 from engine.errors import LabError
+from engine.events import Event
 from engine.faults import free_play_controls
 from engine.faults.base import FreePlayControl
 from engine.history import read_jsonl
@@ -505,9 +506,9 @@ class FreePlay:
 def exit_reason(history: Path) -> str:
     """Why a processor stopped by itself, from the last `fenced` or `error` line it wrote."""
     for event in reversed(read_jsonl(history)):
-        if event.get("ev") in ("fenced", "error"):
+        if event.get("ev") in (Event.FENCED, Event.ERROR):
             by = f" by the {event['by']}" if event.get("by") else ""
-            what = "fenced" if event["ev"] == "fenced" else "stopped on an error"
+            what = "fenced" if event["ev"] == Event.FENCED else "stopped on an error"
             return f"{what}{by}: {event.get('reason') or event.get('error')}"
     return "no reason in its history"
 
@@ -517,5 +518,5 @@ def sent_ids(level_run: LevelRun) -> list[int]:
     ids: set[int] = set()
     for process in level_run.processes:
         if process.base == "producer":
-            ids.update(e["id"] for e in read_jsonl(process.history) if e.get("ev") == "send")
+            ids.update(e["id"] for e in read_jsonl(process.history) if e.get("ev") == Event.SEND)
     return sorted(ids)

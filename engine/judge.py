@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from engine.checker import LevelCounts, StoredRecord, Verdict, check
+from engine.events import Event
 from engine.explain import (
     Explanation,
     broker_answers,
@@ -282,7 +283,7 @@ def faults_of(
             **{k: v for k, v in e.items() if k not in ("t", "proc", "ev", "kind")},
         }
         for e in history
-        if e["ev"] == "nemesis"
+        if e["ev"] == Event.NEMESIS
     ]
     faults += proxy_faults
     faults.sort(key=lambda f: f["t"])
@@ -297,7 +298,7 @@ def effects_of(history: list[dict[str, Any]], rows: EffectRows | None) -> Effect
     return Effects(
         effects=rows.effects,
         effect_ids=rows.effect_ids,
-        duplicates_absorbed=sum(1 for e in history if e["ev"] == "effect_skipped"),
+        duplicates_absorbed=sum(1 for e in history if e["ev"] == Event.EFFECT_SKIPPED),
         effect_store=rows.store,
     )
 

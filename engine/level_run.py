@@ -25,6 +25,7 @@ from confluent_kafka import Consumer, KafkaException, TopicPartition
 from engine import record, settings, streams
 from engine.cluster.base import Cluster
 from engine.errors import LabError
+from engine.events import Event
 from engine.failpoints import FailPoint
 from engine.faults import kind_of
 from engine.history import HistoryFanOut, HistoryWriter, Tail, merge
@@ -594,11 +595,11 @@ class LevelRun:
         state = describe_partition(self.cluster.direct_bootstrap, self.judged_topic)
         if state is not None:
             self.nemesis_history.write(
-                "nemesis", kind="elr", read_at=time.time(), final=True, **state.to_json()
+                Event.NEMESIS, kind="elr", read_at=time.time(), final=True, **state.to_json()
             )
         logs = {n: self.cluster.node_log_since(n, self.started_at) for n in self.cluster.node_ids}
         for node, line in replication_log_lines(logs, self.judged_topic):
-            self.nemesis_history.write("nemesis", kind="broker-log", node=node, line=line)
+            self.nemesis_history.write(Event.NEMESIS, kind="broker-log", node=node, line=line)
 
     def dedup_store(self) -> dict[str, Any] | None:
         """SQLite in the run folder, or the PostgreSQL that LAB_DEDUP_DSN names."""
@@ -636,7 +637,7 @@ class LevelRun:
         tail, seen = Tail(sink.history), 0  # read only what the sink appended since last time
         deadline = time.time() + timeout
         while time.time() < deadline:
-            seen += sum(1 for e in tail.read_new() if e["ev"] == "consumed")
+            seen += sum(1 for e in tail.read_new() if e["ev"] == Event.CONSUMED)
             if seen >= expected:
                 return
             time.sleep(0.1)

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from engine import record
+from engine.events import Event
 from engine.explain import id_ranges
 from engine.faults import KINDS, fault_words
 from engine.history import Tail
@@ -68,9 +69,9 @@ def fault_raw(event: dict[str, Any]) -> str:
 def fault_fold(event: dict[str, Any], text: str) -> str:
     """What makes two fault lines "the same again": a node refusing writes with the same
     error, whatever the request; otherwise the line itself. Repeats fold into one, counted."""
-    if event.get("ev") == "proxy" and event.get("kind") == "produce_error":
+    if event.get("ev") == Event.PROXY and event.get("kind") == "produce_error":
         return f"produce_error:{event.get('node')}:{event.get('error')}"
-    if event.get("ev") == "proxy" and event.get("kind") in PROXY_WORDS:
+    if event.get("ev") == Event.PROXY and event.get("kind") in PROXY_WORDS:
         return f"proxy:{event.get('kind')}"
     return text
 
@@ -78,12 +79,12 @@ def fault_fold(event: dict[str, Any], text: str) -> str:
 def fold_text(event: dict[str, Any], text: str) -> str:
     """The words of a folded run of repeats: without the one request's correlation id."""
     kind = event.get("kind")
-    if event.get("ev") == "proxy" and kind == "produce_error":
+    if event.get("ev") == Event.PROXY and kind == "produce_error":
         return (
             f"node {event.get('node')} refused writes: "
             f"{error_words(str(event.get('error') or ''), event.get('reason'))}"
         )
-    if event.get("ev") == "proxy" and kind in PROXY_WORDS:
+    if event.get("ev") == Event.PROXY and kind in PROXY_WORDS:
         return PROXY_WORDS[str(kind)]
     return text
 
@@ -159,27 +160,27 @@ def fault_text(event: dict[str, Any]) -> str | None:
     """A history event that marks a fault, in words; None for ordinary traffic."""
     ev, role = event.get("ev"), str(event.get("proc", ""))
     proc = process_words(role)  # "processor#2" is "processor 2"
-    if ev == "nemesis" and event.get("kind") == "offsets":
+    if ev == Event.NEMESIS and event.get("kind") == "offsets":
         return offsets_text(event)
-    if ev == "nemesis":
+    if ev == Event.NEMESIS:
         return nemesis_text(event)
-    if ev == "proxy":
+    if ev == Event.PROXY:
         return proxy_text(event)
     said = error_words(str(event.get("error") or ""), event.get("reason"))
-    if ev == "fenced":
+    if ev == Event.FENCED:
         by = f" by the {event['by']}" if event.get("by") else ""
         # "fenced: a newer instance ..." would say fenced twice
         return f"{proc} fenced{by}: {said.removeprefix('fenced: ')}"
-    if ev == "error" and role.split("#")[0] == "processor":  # it stopped: the room must see it
+    if ev == Event.ERROR and role.split("#")[0] == "processor":  # it stopped: the room must see it
         return f"{proc} stopped on an error: {said}"
-    if ev == "commit_rejected":
+    if ev == Event.COMMIT_REJECTED:
         return f"{proc}'s offset commit refused: {said}"
-    if ev == "txn_abort" and event.get("error"):
+    if ev == Event.TXN_ABORT and event.get("error"):
         return f"{proc} aborted its transaction: {said}"
-    if ev == "txn_abort":
+    if ev == Event.TXN_ABORT:
         which = f" {event['txn']}" if event.get("txn") is not None else ""
         return f"{proc} aborted its transaction{which} (on purpose)"
-    if ev == "start" and "#" in role:
+    if ev == Event.START and "#" in role:
         return f"{proc} started (a replacement)"
     return None
 
@@ -189,7 +190,7 @@ def fault_line(event: dict[str, Any]) -> FaultLine | None:
     text = fault_text(event)
     if text is None:
         return None
-    raw = fault_raw(event) if event.get("ev") != "start" else ""
+    raw = fault_raw(event) if event.get("ev") != Event.START else ""
     t = float(event.get("t", 0.0))
     return FaultLine(t, text, raw, fault_fold(event, text), fold_text(event, text))
 
@@ -300,7 +301,7 @@ class LevelWatch:
         base = str(event.get("proc", "")).split("#")[0]
         ev, t = str(event.get("ev")), float(event.get("t", 0.0))
         self.last_t = t if self.last_t is None else max(self.last_t, t)
-        if base not in ("sink", "source", "proxy") or (base == "source" and ev == "done"):
+        if base not in ("sink", "source", "proxy") or (base == "source" and ev == Event.DONE):
             self.started_at = t if self.started_at is None else min(self.started_at, t)
         key = f"{base}:{ev}"
         self.counts[key] = self.counts.get(key, 0) + 1

@@ -22,6 +22,7 @@ from collections.abc import Callable
 from typing import Any
 
 from engine.errors import UnsupportedFaultError
+from engine.events import Event
 from engine.failpoints import wait_stopped
 from engine.faults import (
     BROKER_FAULTS,
@@ -86,7 +87,7 @@ class Nemesis:
         for event in events:
             base = str(event.get("proc", "")).split("#")[0]
             self.counts[(base, str(event.get("ev")))] += 1
-            if event.get("ev") == "failpoint_reached":
+            if event.get("ev") == Event.FAILPOINT_REACHED:
                 self.stopped_at.setdefault(base, event)
 
     def drop_unreachable(self) -> None:
@@ -135,14 +136,14 @@ class Nemesis:
 
     def record(self, kind: str, **attrs: Any) -> None:
         with self._record_lock:
-            self.ctx.history.write("nemesis", kind=kind, **attrs)
+            self.ctx.history.write(Event.NEMESIS, kind=kind, **attrs)
 
     def record_in(self, history: HistoryWriter, kind: str, **attrs: Any) -> None:
         """Record a line in one history only, under the same lock as `record`: one level's
         own reading (its partition's ISR) while a nemesis shared by several levels also
         writes to that history."""
         with self._record_lock:
-            history.write("nemesis", kind=kind, **attrs)
+            history.write(Event.NEMESIS, kind=kind, **attrs)
 
     def fire(self, fault: Fault) -> None:
         """Carry out one fault now, as its kind says (engine/faults/NAME.py)."""

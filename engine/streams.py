@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from engine.events import Event
 from engine.levels import STREAMS_LEVELS, Level
 from engine.scenario import Scenario
 
@@ -167,13 +168,13 @@ def store_at_end(history: Iterable[dict[str, Any]]) -> dict[int, AccountTotals] 
     store: dict[int, AccountTotals] = {}
     for event in history:
         ev, proc = event.get("ev"), event.get("proc")
-        if ev == "store_opened":
+        if ev == Event.STORE_OPENED:
             opened = event
             store = {
                 int(a): AccountTotals(int(t["count"]), int(t["sum"]))
                 for a, t in (event.get("accounts") or {}).items()
             }
-        elif ev == "consumed" and opened is not None and proc == opened["proc"]:
+        elif ev == Event.CONSUMED and opened is not None and proc == opened["proc"]:
             add_payment(store, int(event["id"]))
     return None if opened is None else store
 
@@ -186,14 +187,14 @@ def store_evidence(history: Sequence[dict[str, Any]], ledger: list[int]) -> list
         return []
     lines = []
     for event in history:
-        if event.get("ev") == "store_checked" and "#" in str(event.get("proc", "")):
+        if event.get("ev") == Event.STORE_CHECKED and "#" in str(event.get("proc", "")):
             lines.extend(store_check_words(event, history))
-        elif event.get("ev") == "restored" and "#" in str(event.get("proc", "")):
+        elif event.get("ev") == Event.RESTORED and "#" in str(event.get("proc", "")):
             lines.append(
                 f"{event['proc']} restored its state store ({event.get('store')}) from the "
                 f"changelog topic: {event.get('records')} records."
             )
-        elif event.get("ev") == "store_opened" and "#" in str(event.get("proc", "")):
+        elif event.get("ev") == Event.STORE_OPENED and "#" in str(event.get("proc", "")):
             counts = [int(t["count"]) for t in (event.get("accounts") or {}).values()]
             lines.append(
                 f"{event['proc']} started counting from {sum(counts)} payments already in the "
@@ -217,7 +218,7 @@ def store_evidence(history: Sequence[dict[str, Any]], ledger: list[int]) -> list
 
 
 def _started(history: Sequence[dict[str, Any]], proc: str) -> dict[str, Any]:
-    return next((e for e in history if e.get("ev") == "start" and e.get("proc") == proc), {})
+    return next((e for e in history if e.get("ev") == Event.START and e.get("proc") == proc), {})
 
 
 def store_check_words(event: dict[str, Any], history: Sequence[dict[str, Any]]) -> list[str]:

@@ -13,6 +13,7 @@ import streamlit as st
 
 from engine import logs, record
 from engine.cluster import Cluster
+from engine.events import Event
 from engine.faults import marks_a_process
 from engine.live import nemesis_text
 from pages._log_common import not_ready, table, topic_picker
@@ -103,7 +104,7 @@ def recorded_isolation() -> None:
 def offsets_readings(run: dict[str, Any], level: str) -> list[dict[str, Any]]:
     """The run's own readings of the LSO and high watermark (scenarios with watch_offsets)."""
     history = run["levels"][level].get("history") or []
-    return [e for e in history if e.get("ev") == "nemesis" and e.get("kind") == "offsets"]
+    return [e for e in history if e.get("ev") == Event.NEMESIS and e.get("kind") == "offsets"]
 
 
 def offsets_figure(readings: list[dict[str, Any]], history: list[dict[str, Any]]) -> go.Figure:
@@ -124,7 +125,7 @@ def offsets_figure(readings: list[dict[str, Any]], history: list[dict[str, Any]]
             )
         )
     for event in history:
-        if event.get("ev") == "nemesis" and marks_a_process(event):
+        if event.get("ev") == Event.NEMESIS and marks_a_process(event):
             fig.add_vline(
                 x=event["t"] - start,
                 line_dash="dot",

@@ -16,6 +16,7 @@ import streamlit as st
 
 from engine import record
 from engine.checker import LATENCY_DEFINITION
+from engine.events import Event
 from engine.faults import KINDS, say_fault
 from engine.faults.base import HURT, FaultKind
 from engine.live import fault_fold, fault_raw, fault_text, fold_text, nemesis_text
@@ -601,9 +602,9 @@ def anomaly_marks(
     for event in history:
         base = str(event.get("proc", "")).split("#")[0]
         where = f"{event.get('partition')}:{event.get('offset')}"
-        if event.get("ev") in ("ack", "output_acked") and base != "source":
+        if event.get("ev") in (Event.ACK, Event.OUTPUT_ACKED) and base != "source":
             written.setdefault(where, event["t"])
-        elif base == "sink" and event.get("ev") == "consumed":
+        elif base == "sink" and event.get("ev") == Event.CONSUMED:
             read.setdefault(where, event["t"])
         if event.get("id") is not None and base not in ("sink", "source"):
             last_seen[event["id"]] = event["t"]
@@ -862,7 +863,7 @@ def fault_bands(result: dict[str, Any], start: float) -> list[dict[str, Any]]:
             {
                 **band(t, t + duration, label, colour, fault_raw(event)),
                 "fold": fault_fold(event, label),
-                "fold_label": fold_text(event, label) if event["ev"] == "proxy" else label,
+                "fold_label": fold_text(event, label) if event["ev"] == Event.PROXY else label,
             }
         )
     for began, its_kind, record in lasting.values():  # never ended within the level
@@ -873,7 +874,7 @@ def fault_bands(result: dict[str, Any], start: float) -> list[dict[str, Any]]:
 
 def short_text(event: dict[str, Any]) -> str | None:
     """A fault's words for a band's label: the nemesis's short form, else the live view's."""
-    if event["ev"] == "nemesis" and event.get("kind") not in ("offsets",):
+    if event["ev"] == Event.NEMESIS and event.get("kind") not in ("offsets",):
         return nemesis_text(event, short=True)
     return fault_text(event)
 

@@ -14,6 +14,7 @@ import pandas as pd
 import streamlit as st
 
 from engine import streams
+from engine.events import Event
 from engine.levels import STREAMS_LEVELS
 from engine.words import process_words
 from pages._presenter import room_table
@@ -50,7 +51,7 @@ def verdict(counted: streams.AccountTotals, made: streams.AccountTotals) -> str:
 
 def restore_line(history: list[dict[str, Any]]) -> str | None:
     """What the replacement restored from the changelog, in the room's words."""
-    restored = [e for e in history if e.get("ev") == "restored" and "#" in str(e.get("proc"))]
+    restored = [e for e in history if e.get("ev") == Event.RESTORED and "#" in str(e.get("proc"))]
     if not restored:
         return None
     event = restored[-1]

@@ -18,6 +18,7 @@ import streamlit as st
 
 from engine import record
 from engine.errors import LabError
+from engine.events import Event
 from engine.faults import lasting_spans
 from engine.scenario import list_scenarios, load_scenario
 from engine.words import process_words
@@ -81,8 +82,8 @@ def instance_label(proc: str) -> str:
     )
 
 
-inits = [e for e in history if e["ev"] == "txn_init" and e["proc"].startswith("processor")]
-fenced = [e for e in history if e["ev"] == "fenced"]
+inits = [e for e in history if e["ev"] == Event.TXN_INIT and e["proc"].startswith("processor")]
+fenced = [e for e in history if e["ev"] == Event.FENCED]
 txn_id = inits[0]["transactional_id"] if inits else "?"
 left, mid, writes, calls = st.columns(4)
 left.metric("transactional.id", "shared by both", help=txn_id)
@@ -131,7 +132,7 @@ for kind, (label, colour, symbol, size) in style.items():
             )
         )
 # The first lasting fault (the zombie's pause) and the record that ended it (its resume).
-spans = lasting_spans(e for e in history if e["ev"] == "nemesis")
+spans = lasting_spans(e for e in history if e["ev"] == Event.NEMESIS)
 paused_at, woke_at = (spans[0][0]["t"], (spans[0][1] or {}).get("t")) if spans else (None, None)
 if paused_at and woke_at:
     figure.add_vrect(

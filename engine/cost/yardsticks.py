@@ -42,6 +42,7 @@ from engine.cost.throughput import (
     produce_trial,
     setups,
 )
+from engine.events import Event
 from engine.history import read_jsonl
 from engine.kafka import jars
 from engine.levels import LEVELS
@@ -152,8 +153,8 @@ def engine_producer(
         check=False,
     )
     events = read_jsonl(history)
-    sends = [e["t"] for e in events if e["ev"] == "send"]
-    acks = [e["t"] for e in events if e["ev"] == "ack"]
+    sends = [e["t"] for e in events if e["ev"] == Event.SEND]
+    acks = [e["t"] for e in events if e["ev"] == Event.ACK]
     if out.returncode != 0 or len(acks) != count or not sends:
         tail = " ".join(out.stderr.strip().splitlines()[-2:])[:300]
         raise BenchmarkError(

@@ -22,6 +22,7 @@ from typing import Any
 
 from pydantic import ConfigDict, ValidationError, field_validator, model_validator
 
+from engine.events import Event
 from engine.failpoints import FailPoint
 from engine.faults.base import EVERY_PIPELINE, FaultKind, FreePlayControl
 from engine.faults.clients import point_for
@@ -200,7 +201,7 @@ def fault_kind_of(record: dict[str, Any]) -> FaultKind | None:
 def marks_a_process(record: dict[str, Any]) -> bool:
     """Whether a nemesis record is a fault on one client process (a crash, a pause, a resume:
     its kind's `on_process`), which a chart marks on that process's line."""
-    kind = fault_kind_of(record) if record.get("ev", "nemesis") == "nemesis" else None
+    kind = fault_kind_of(record) if record.get("ev", "nemesis") == Event.NEMESIS else None
     return kind is not None and kind.on_process
 
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from confluent_kafka import KafkaException
 
+from engine.events import Event
 from engine.kafka import admin
 from engine.logs.batches import Batch
 from engine.logs.errors import LogViewError
@@ -216,13 +217,13 @@ def _run_txn_labels(
     labels: dict[int, str] = {}
     for event in sorted(history, key=lambda e: e.get("t", 0)):
         proc, ev = str(event.get("proc", "")), event.get("ev")
-        if ev == "txn_begin":
+        if ev == Event.TXN_BEGIN:
             txn = {"proc": proc, "n": sum(1 for t in txns if t["proc"] == proc), "end": None}
             txn["offsets"] = []
             txns.append(txn)
             open_txn[proc] = txn
-        elif ev in ("txn_commit", "txn_abort") and proc in open_txn:
-            open_txn.pop(proc)["end"] = "commit" if ev == "txn_commit" else "abort"
+        elif ev in (Event.TXN_COMMIT, Event.TXN_ABORT) and proc in open_txn:
+            open_txn.pop(proc)["end"] = "commit" if ev == Event.TXN_COMMIT else "abort"
         elif ev in writes and event.get("partition") == partition and "offset" in event:
             txn = open_txn.get(proc)
             if txn is not None:
@@ -252,7 +253,7 @@ def _sink_waits(
         base = str(event.get("proc", "")).split("#")[0]
         if event.get("ev") in writes and base != "sink":
             acked[event["offset"]] = min(event["t"], acked.get(event["offset"], event["t"]))
-        elif base == "sink" and event.get("ev") == "consumed":
+        elif base == "sink" and event.get("ev") == Event.CONSUMED:
             consumed[event["offset"]] = min(event["t"], consumed.get(event["offset"], event["t"]))
     return {o: round((consumed[o] - acked[o]) * 1000) for o in consumed if o in acked}
 
@@ -323,7 +324,7 @@ def isolation_from_run(run: dict[str, Any], level: str, partition: int = 0) -> I
             row.exact = False
             if row.offset in marker_at:
                 row.marker = marker_at[row.offset]
-    if any(e.get("ev") == "txn_open" for e in history):
+    if any(e.get("ev") == Event.TXN_OPEN for e in history):
         notes.append(
             f"The run held a transaction open on purpose. The level's sink read at "
             f"{stored.get('isolation')}. 'Sink got it' is the time from the broker's ack to "
@@ -353,7 +354,7 @@ def isolation_from_run(run: dict[str, Any], level: str, partition: int = 0) -> I
 
 def run_has_transactions(run: dict[str, Any], level: str) -> bool:
     data = run.get("levels", {}).get(level) or {}
-    return any(e.get("ev") == "txn_begin" for e in data.get("history", []))
+    return any(e.get("ev") == Event.TXN_BEGIN for e in data.get("history", []))
 
 
 def wait_until_stable(bootstrap: str, topic: str, partition: int = 0, timeout: float = 10.0) -> int:

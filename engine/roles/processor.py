@@ -48,6 +48,7 @@ from confluent_kafka import (
     TopicPartition,
 )
 
+from engine.events import Event
 from engine.failpoints import ArmedFailPoint, FailPoint
 from engine.history import HistoryWriter
 from engine.roles.common import (
@@ -91,14 +92,14 @@ class Processor:
             messages = self.consume(batch_size)
             if not messages:
                 if not idle_reported:
-                    self.history.write("idle")
+                    self.history.write(Event.IDLE)
                     idle_reported = True
                 continue
             idle_reported = False
             self.batches += 1
             for msg in messages:
                 self.history.write(
-                    "consumed", id=parse_id(msg), partition=msg.partition(), offset=msg.offset()
+                    Event.CONSUMED, id=parse_id(msg), partition=msg.partition(), offset=msg.offset()
                 )
             if self.mode == "commit-before":
                 self.commit_before(messages)
@@ -135,7 +136,7 @@ class Processor:
         left = self.producer.flush(60)
         if left or self.failed_outputs:
             # At most once: a failed output is not retried (its input is committed).
-            self.history.write("batch_failed", ids=ids_of(messages), unflushed=left)
+            self.history.write(Event.BATCH_FAILED, ids=ids_of(messages), unflushed=left)
 
     def commit_after(self, messages: list[Message]) -> None:
         self.write_outputs(messages)
@@ -143,7 +144,7 @@ class Processor:
         if left or self.failed_outputs:
             # Never commit input whose output is not acknowledged: read the batch again.
             self.history.write(
-                "batch_failed",
+                Event.BATCH_FAILED,
                 ids=ids_of(messages),
                 unflushed=left,
                 failed=list(self.failed_outputs),
@@ -159,7 +160,7 @@ class Processor:
         offsets = next_offsets(messages)
         try:
             self.producer.begin_transaction()
-            self.history.write("txn_begin", ids=ids)
+            self.history.write(Event.TXN_BEGIN, ids=ids)
             self.write_outputs(messages)
             self.producer.flush(60)
             self.gap(messages, "outputs in the open transaction, offsets not committed yet")
@@ -183,10 +184,10 @@ class Processor:
             if not error.txn_requires_abort():
                 raise  # fenced or fatal: run() records why and exits
             self.producer.abort_transaction(30)
-            self.history.write("txn_abort", ids=ids, error=error.name(), reason=error.str())
+            self.history.write(Event.TXN_ABORT, ids=ids, error=error.name(), reason=error.str())
             self.rewind(messages)
             return
-        self.history.write("txn_commit", ids=ids, offsets=offsets_json(offsets))
+        self.history.write(Event.TXN_COMMIT, ids=ids, offsets=offsets_json(offsets))
 
     def auto_commit(self, messages: list[Message]) -> None:
         """enable.auto.commit=true: a timer commits, whatever the batch's state.
@@ -203,7 +204,7 @@ class Processor:
         if self.spec.get("await_auto_commit"):
             committed = self.wait_until_committed(end)
             self.history.write(
-                "auto_committed",
+                Event.AUTO_COMMITTED,
                 batch=self.batches,
                 ids=ids_of(messages),
                 offsets=offsets_json(committed),
@@ -213,11 +214,11 @@ class Processor:
         left = self.producer.flush(60)
         if left or self.failed_outputs:
             # Nothing to undo: the timer commits the stored offsets whatever happened.
-            self.history.write("batch_failed", ids=ids_of(messages), unflushed=left)
+            self.history.write(Event.BATCH_FAILED, ids=ids_of(messages), unflushed=left)
         committed = self.consumer.committed(end, timeout=10)
         if any(c.offset < e.offset for c, e in zip(committed, end, strict=True)):
             self.history.write(
-                "commit_gap",
+                Event.COMMIT_GAP,
                 batch=self.batches,
                 ids=ids_of(messages),
                 first=offsets_json(first_offsets(messages)),
@@ -272,18 +273,18 @@ class Processor:
                 raise
             # For example UNKNOWN_MEMBER_ID after a stall: the group moved on without us.
             self.history.write(
-                "commit_rejected",
+                Event.COMMIT_REJECTED,
                 offsets=offsets_json(offsets),
                 error=error.name(),
                 reason=error.str(),
             )
             return False
-        self.history.write("committed", offsets=offsets_json(offsets))
+        self.history.write(Event.COMMITTED, offsets=offsets_json(offsets))
         return True
 
     def gap(self, messages: list[Message], state: str) -> None:
         self.history.write(
-            "commit_gap",
+            Event.COMMIT_GAP,
             batch=self.batches,
             ids=ids_of(messages),
             first=offsets_json(first_offsets(messages)),
@@ -314,14 +315,14 @@ class Processor:
         def on_delivery(err: KafkaError | None, delivered: Any) -> None:
             if err is None:
                 history.write(
-                    "output_acked",
+                    Event.OUTPUT_ACKED,
                     id=message_id,
                     partition=delivered.partition(),
                     offset=delivered.offset(),
                 )
             else:
                 failed.append(message_id)
-                history.write("output_failed", id=message_id, error=err.name())
+                history.write(Event.OUTPUT_FAILED, id=message_id, error=err.name())
 
         while True:
             try:
@@ -402,7 +403,7 @@ def run(spec: dict[str, Any]) -> int:
         pconf["transactional.id"] = spec["transactional_id"]
     producer = Producer(pconf)
     history.write(
-        "start",
+        Event.START,
         mode=mode,
         config=printable(pconf),
         consumer_config=printable(cconf),
@@ -410,13 +411,13 @@ def run(spec: dict[str, Any]) -> int:
     )
 
     def assigned(_: Consumer, partitions: list[TopicPartition]) -> None:
-        history.write("assigned", partitions=[tp.partition for tp in partitions])
+        history.write(Event.ASSIGNED, partitions=[tp.partition for tp in partitions])
 
     def revoked(_: Consumer, partitions: list[TopicPartition]) -> None:
-        history.write("revoked", partitions=[tp.partition for tp in partitions])
+        history.write(Event.REVOKED, partitions=[tp.partition for tp in partitions])
 
     def lost(_: Consumer, partitions: list[TopicPartition]) -> None:
-        history.write("partitions_lost", partitions=[tp.partition for tp in partitions])
+        history.write(Event.PARTITIONS_LOST, partitions=[tp.partition for tp in partitions])
 
     try:
         if mode == "transactional":
@@ -424,7 +425,7 @@ def run(spec: dict[str, Any]) -> int:
             # Registering the transactional.id fences an earlier instance and aborts its open
             # transaction, so the offsets this instance starts from are final.
             producer.init_transactions(30)
-            history.write("txn_init", transactional_id=spec["transactional_id"])
+            history.write(Event.TXN_INIT, transactional_id=spec["transactional_id"])
         consumer.subscribe([spec["input"]], on_assign=assigned, on_revoke=revoked, on_lost=lost)
         processor = Processor(spec, history, consumer, producer, stop, mode, fatal, cconf)
         for restart in itertools.count():
@@ -436,10 +437,10 @@ def run(spec: dict[str, Any]) -> int:
                 if fence is None:
                     raise
                 producer = restart_producer(processor, pconf, fence)
-        history.write("done")
+        history.write(Event.DONE)
         return 0
     except HungCallError as exc:
-        history.write("error", error="CALL_HUNG", reason=str(exc))
+        history.write(Event.ERROR, error="CALL_HUNG", reason=str(exc))
         history.flush()
         # Closing a client with a call still blocked inside it may block as well: leave now.
         os._exit(HUNG_EXIT)
@@ -500,12 +501,12 @@ def restart_producer(processor: Processor, pconf: dict[str, Any], fence: KafkaEr
     init_transactions takes the next epoch) and read again from the group's committed
     offsets, since nothing of the aborted transaction counts."""
     history, spec = processor.history, processor.spec
-    history.write("fenced", error=fence.name(), reason=fence.str(), by=fenced_by(fence))
+    history.write(Event.FENCED, error=fence.name(), reason=fence.str(), by=fenced_by(fence))
     processor.fatal.errors.clear()  # the consumer shares the callback: start afresh
     producer = Producer(pconf)
-    history.write("restart", by="the application", transactional_id=spec["transactional_id"])
+    history.write(Event.RESTART, by="the application", transactional_id=spec["transactional_id"])
     producer.init_transactions(30)
-    history.write("txn_init", transactional_id=spec["transactional_id"])
+    history.write(Event.TXN_INIT, transactional_id=spec["transactional_id"])
     processor.producer = producer
     consumer = processor.consumer
     assignment = consumer.assignment()
@@ -516,7 +517,7 @@ def restart_producer(processor: Processor, pconf: dict[str, Any], fence: KafkaEr
             if tp.offset < 0:  # nothing committed yet: from the partition's start
                 tp.offset = OFFSET_BEGINNING
             consumer.seek(tp)
-        history.write("resume", policy="group-committed", offsets=said, restart=True)
+        history.write(Event.RESUME, policy="group-committed", offsets=said, restart=True)
     return producer
 
 

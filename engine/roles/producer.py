@@ -38,6 +38,7 @@ from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, Producer
 
+from engine.events import Event
 from engine.failpoints import ArmedFailPoint, FailPoint
 from engine.history import HistoryWriter, read_jsonl
 from engine.kafka.reader import read_topic
@@ -54,6 +55,8 @@ from engine.roles.common import (
 )
 from engine.values import Stamp, value_maker
 
+# The hot lines' "ev" fields, formatted once: formatting a member per message costs 0.2 µs.
+SEND_EV, ACK_EV = f'"ev":"{Event.SEND}"', f'"ev":"{Event.ACK}"'
 # Messages per chunk in batch mode: one write of send lines, then their produce() calls.
 CHUNK = 1000
 # Delivery reports are written to the history at least this often while a flush waits.
@@ -79,7 +82,7 @@ class ProducerHistory:
         self._acked: list[str] = []
 
     def sends(self, ids: Sequence[int]) -> None:
-        head = f'{{"t":{self._stamp()},"proc":{self._proc},"ev":"send","id":'
+        head = f'{{"t":{self._stamp()},"proc":{self._proc},{SEND_EV},"id":'
         if self._outbox is not None:
             self._outbox.write_text("".join(f'{{"id":{i},"state":"sent"}}\n' for i in ids))
         self.history.write_text("".join([f"{head}{message_id}}}\n" for message_id in ids]))
@@ -92,14 +95,14 @@ class ProducerHistory:
             # batch it already holds is acknowledged as a duplicate, without its offset.
             offset = msg.offset()
             self._reports.append(
-                f'{{"t":{self._stamp()},"proc":{self._proc},"ev":"ack","id":{key},'
+                f'{{"t":{self._stamp()},"proc":{self._proc},{ACK_EV},"id":{key},'
                 f'"partition":{msg.partition()},"offset":{"null" if offset is None else offset}}}\n'
             )
             if self._outbox is not None:
                 self._acked.append(f'{{"id":{key},"state":"acked"}}\n')
         else:
             self._reports.append(
-                self.history.line("fail", id=int(msg.key()), error=err.name(), reason=err.str())
+                self.history.line(Event.FAIL, id=int(msg.key()), error=err.name(), reason=err.str())
             )
 
     def write_reports(self) -> None:
@@ -143,7 +146,7 @@ def ids_to_send(
     todo = [i for i in ids if i not in done]
     said = {"restart": True} if restart else {}
     history.write(
-        "resume", policy=policy, source=source, ids=todo, skipped=len(ids) - len(todo), **said
+        Event.RESUME, policy=policy, source=source, ids=todo, skipped=len(ids) - len(todo), **said
     )
     return todo
 
@@ -198,7 +201,7 @@ def run(spec: dict[str, Any]) -> int:
         conf["statistics.interval.ms"] = 100
         conf["stats_cb"] = idempotence
     producer = Producer(conf)
-    history.write("start", config=printable(conf))
+    history.write(Event.START, config=printable(conf))
     if gate:
         # Learn the topic's leader while waiting, as a producer already running would know
         # it: the first write then goes out at once when the gate opens.
@@ -210,9 +213,9 @@ def run(spec: dict[str, Any]) -> int:
             # on a loaded machine while a non-idempotent producer beside it had sent 6 of
             # its 7 messages, and a fault meant for both levels' first message struck late.
             idempotence.wait_assigned(producer, timeout_s=30.0)
-            history.write("ready", idemp_state=idempotence.state)
+            history.write(Event.READY, idemp_state=idempotence.state)
         else:
-            history.write("ready")  # the runner opens the gate once every producer is ready
+            history.write(Event.READY)  # the runner opens the gate once every producer is ready
         wait_for_gate(gate, stop)
     topic = spec["topic"]
     # value_bytes: pad each value to this size (the cost benchmark's 1 KB messages).
@@ -248,7 +251,7 @@ def run(spec: dict[str, Any]) -> int:
         if txn:
             claim_ownership(txn, spec["name"])
             producer.init_transactions(30)
-            history.write("txn_init", transactional_id=txn["id"])
+            history.write(Event.TXN_INIT, transactional_id=txn["id"])
             ids = ids_to_send(spec, history)
             numbers = itertools.count()  # transaction numbers go on across restarts
             for restart in itertools.count():
@@ -260,7 +263,7 @@ def run(spec: dict[str, Any]) -> int:
                     if kind != "fenced" or restart >= MAX_RESTARTS or not still_owner(txn, spec):
                         raise
                     events.write_reports()
-                    history.write("fenced", error=error.name(), reason=error.str())
+                    history.write(Event.FENCED, error=error.name(), reason=error.str())
                     # The application's choice: librdkafka's fenced producer can do nothing
                     # more, and no newer instance owns the transactional.id, so (as a real
                     # application would) start a new producer with the same id. Its
@@ -269,9 +272,9 @@ def run(spec: dict[str, Any]) -> int:
                     fatal = FatalErrors()
                     conf["error_cb"] = fatal
                     producer = Producer(conf)
-                    history.write("restart", by="the application", transactional_id=txn["id"])
+                    history.write(Event.RESTART, by="the application", transactional_id=txn["id"])
                     producer.init_transactions(30)
-                    history.write("txn_init", transactional_id=txn["id"])
+                    history.write(Event.TXN_INIT, transactional_id=txn["id"])
                     ids = ids_to_send(spec, history, restart=True)
         else:
             ids = ids_to_send(spec, history)
@@ -294,7 +297,7 @@ def run(spec: dict[str, Any]) -> int:
                         producer.poll(left)
                         events.write_reports()
         remaining = flush(timeout_s)
-        history.write("done", unflushed=remaining)
+        history.write(Event.DONE, unflushed=remaining)
         return 0
     except KafkaException as exc:
         events.write_reports()
@@ -335,7 +338,7 @@ def run_transactions(
             break
         chunk = ids[start : start + size]
         producer.begin_transaction()
-        history.write("txn_begin", txn=index, ids=chunk)
+        history.write(Event.TXN_BEGIN, txn=index, ids=chunk)
         if batch:
             send(chunk)
         else:
@@ -345,18 +348,18 @@ def run_transactions(
         flush(120)
         # Every record of the transaction appended, the commit not asked for yet: the point
         # where a producer that stalls leaves its transaction open (transaction-timeout).
-        history.write("txn_flushed", txn=index, ids=chunk)
+        history.write(Event.TXN_FLUSHED, txn=index, ids=chunk)
         if hold.get("txn") == index:
-            history.write("txn_open", txn=index, seconds=hold["seconds"])
+            history.write(Event.TXN_OPEN, txn=index, seconds=hold["seconds"])
             time.sleep(float(hold["seconds"]))
         if index in aborts:
             producer.abort_transaction(30)
             flush(0)  # reports of anything the abort purged
-            history.write("txn_abort", txn=index, ids=chunk)
+            history.write(Event.TXN_ABORT, txn=index, ids=chunk)
         else:
             commit(producer, history, index, chunk)
             flush(0)
-            history.write("txn_commit", txn=index, ids=chunk)
+            history.write(Event.TXN_COMMIT, txn=index, ids=chunk)
 
 
 def commit(producer: Producer, history: HistoryWriter, index: int, chunk: Sequence[int]) -> None:
@@ -378,7 +381,7 @@ def commit(producer: Producer, history: HistoryWriter, index: int, chunk: Sequen
         )
         if aborted:
             history.write(
-                "txn_abort",
+                Event.TXN_ABORT,
                 txn=index,
                 ids=list(chunk),
                 error=error.name(),
@@ -388,7 +391,7 @@ def commit(producer: Producer, history: HistoryWriter, index: int, chunk: Sequen
             if error.txn_requires_abort():
                 producer.abort_transaction(30)
         else:
-            history.write("txn_commit_unknown", txn=index, ids=list(chunk), error=error.name())
+            history.write(Event.TXN_COMMIT_UNKNOWN, txn=index, ids=list(chunk), error=error.name())
         raise
 
 

@@ -19,6 +19,7 @@ from typing import Any
 
 from confluent_kafka import Consumer
 
+from engine.events import Event
 from engine.history import HistoryWriter
 from engine.roles.common import StopFlag, client_logger, load_spec
 from engine.values import parse_value
@@ -39,12 +40,12 @@ def run(spec: dict[str, Any]) -> int:
     consumer.subscribe(
         [spec["topic"]],
         on_assign=lambda _, parts: history.write(
-            "assigned", partitions=[tp.partition for tp in parts]
+            Event.ASSIGNED, partitions=[tp.partition for tp in parts]
         ),
     )
     store = open_effect_store(spec)
     kind = (spec.get("dedup_store") or {}).get("kind")
-    history.write("start", isolation=conf["isolation.level"], config=conf, dedup_store=kind)
+    history.write(Event.START, isolation=conf["isolation.level"], config=conf, dedup_store=kind)
     try:
         while not stop.stopped:
             msg = consumer.poll(0.05)  # short: the run waits for the sink to stop
@@ -52,7 +53,7 @@ def run(spec: dict[str, Any]) -> int:
                 continue
             value = parse_value(msg.value())
             history.write(
-                "consumed",
+                Event.CONSUMED,
                 id=value["id"] if value else None,
                 created_at=value.get("created_at") if value else None,
                 partition=msg.partition(),
@@ -61,7 +62,7 @@ def run(spec: dict[str, Any]) -> int:
             if store is not None and value is not None:
                 applied = store.apply(value["id"], msg.partition(), msg.offset())
                 history.write("effect_applied" if applied else "effect_skipped", id=value["id"])
-        history.write("done")
+        history.write(Event.DONE)
         return 0
     finally:
         consumer.close()

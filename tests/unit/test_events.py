@@ -8,11 +8,12 @@ with a misspelt or undeclared name fails here instead of silently never matching
 from __future__ import annotations
 
 import ast
+import re
 
 from engine import paths
-from engine.events import Event
+from engine.events import Event, java_source
 from engine.words import EVENT_TEMPLATES, EVENT_WORDS
-from tests.unit.test_words import history_events
+from tests.unit.test_words import event_name, history_events
 
 ROOT = paths.REPO_ROOT
 READERS = [*sorted((ROOT / "engine").rglob("*.py")), *sorted((ROOT / "pages").glob("*.py"))]
@@ -41,9 +42,22 @@ def compared_names(source: str) -> set[str]:
             continue
         for other in node.comparators:
             items = other.elts if isinstance(other, ast.Tuple | ast.List | ast.Set) else [other]
-            found |= {
-                i.value for i in items if isinstance(i, ast.Constant) and isinstance(i.value, str)
-            }
+            found |= {name for i in items if (name := event_name(i)) is not None}
+    return found
+
+
+def bare_names(source: str) -> set[str]:
+    """The strings (not Event members) an event's name is compared with in `source`."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Compare) and is_ev(node.left):
+            for other in node.comparators:
+                items = other.elts if isinstance(other, ast.Tuple | ast.List | ast.Set) else [other]
+                found |= {
+                    i.value
+                    for i in items
+                    if isinstance(i, ast.Constant) and isinstance(i.value, str)
+                }
     return found
 
 
@@ -64,6 +78,29 @@ def test_every_name_a_reader_compares_with_is_a_member():
         if name not in set(Event)
     }
     assert not unknown, sorted(unknown)
+
+
+def test_the_java_roles_events_are_made_from_this_enum():
+    """java/.../Events.java is `python -m engine.events --java`'s output, and no Java role
+    writes an event by a bare string."""
+    made = ROOT / "java/src/main/java/lab/roles/Events.java"
+    assert made.read_text() == java_source(), "run `python -m engine.events --java`"
+    for path in sorted((ROOT / "java/src/main/java").rglob("*.java")):
+        assert not re.search(r'\.write\(\s*"', path.read_text()), path.name
+
+
+def test_readers_compare_with_members_not_bare_names():
+    """`ev == Event.ACK`, never `ev == "ack"`: a misspelt member fails where it is read."""
+    bare = {
+        f"{path.relative_to(ROOT)}: {name}"
+        for path in READERS
+        for name in bare_names(path.read_text())
+    }
+    assert not bare, sorted(bare)
+    assert bare_names('if e.get("ev") == "ack" or ev in (Event.SEND, "fail"):\n    pass\n') == {
+        "ack",
+        "fail",
+    }
 
 
 def test_the_reader_scan_finds_names_and_a_misspelt_one_fails():

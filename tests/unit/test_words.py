@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from engine import faults, paths, words
+from engine.events import Event
 from engine.scenario import Fault
 
 ENGINE = paths.REPO_ROOT / "engine"
@@ -48,12 +49,26 @@ def calls(path: Path, method: str) -> list[ast.Call]:
     ]
 
 
+def event_name(node: ast.AST) -> str | None:
+    """The event a node names: a member, `Event.SEND` ("send"), or a bare string ("send")."""
+    if (
+        isinstance(node, ast.Attribute)
+        and isinstance(node.value, ast.Name)
+        and node.value.id == "Event"
+        and node.attr in Event.__members__
+    ):
+        return Event[node.attr].value
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    return None
+
+
 def constant_names(paths_: list[Path], method: str) -> set[str]:
     return {
-        call.args[0].value
+        name
         for path in paths_
         for call in calls(path, method)
-        if isinstance(call.args[0], ast.Constant) and isinstance(call.args[0].value, str)
+        if (name := event_name(call.args[0])) is not None
     }
 
 
@@ -61,7 +76,9 @@ def history_events() -> set[str]:
     """Every `ev` the roles, the fault points and the nemesis write."""
     found = constant_names(HISTORY_WRITERS, "write") | constant_names(HISTORY_WRITERS, "line")
     for path in HISTORY_WRITERS:  # the producer writes its hot events as preformatted JSON
-        found |= set(re.findall(r'"ev"\s*:\s*"([a-z_]+)"', path.read_text()))
+        text = path.read_text()
+        found |= set(re.findall(r'"ev"\s*:\s*"([a-z_]+)"', text))
+        found |= {Event[m].value for m in re.findall(r'"ev"\s*:\s*"\{Event\.([A-Z_]+)\}"', text)}
     found |= java_history_events()
     # `history.write(kind, ...)` where kind is what Classifier.classify returns.
     common = (ENGINE / "roles" / "common.py").read_text()
@@ -70,10 +87,14 @@ def history_events() -> set[str]:
 
 
 def java_history_events() -> set[str]:
-    """Every `ev` a Java role writes: `history.write("name", ...)` in java/'s sources."""
+    """Every `ev` a Java role writes: `history.write(Events.NAME, ...)` (or a ternary of two
+    such) in java/'s sources; Events.java is made from engine/events.py."""
     found: set[str] = set()
     for path in JAVA_WRITERS:
-        found |= set(re.findall(r'\.write\(\s*"([a-z_]+)"', path.read_text()))
+        text = path.read_text()
+        for call in re.findall(r"\.write\(\s*([^;]*?)[,)]", text):
+            found |= {Event[n].value for n in re.findall(r"\bEvents\.([A-Z_]+)", call)}
+        found |= set(re.findall(r'\.write\(\s*"([a-z_]+)"', text))
     return found
 
 

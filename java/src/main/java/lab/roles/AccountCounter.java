@@ -43,7 +43,7 @@ final class AccountCounter implements Processor<String, String, String, String> 
     this.store = context.getStateStore(STORE);
     // Called once the store is restored from its changelog: what the instance starts from.
     history.write(
-        "store_opened",
+        Events.STORE_OPENED,
         History.attrs("store", STORE, "task", context.taskId().toString(), "accounts", contents()));
   }
 
@@ -73,7 +73,7 @@ final class AccountCounter implements Processor<String, String, String, String> 
     long id = value.get("id").asLong();
     RecordMetadata where = context.recordMetadata().orElseThrow();
     history.write(
-        "consumed",
+        Events.CONSUMED,
         History.attrs("id", id, "partition", where.partition(), "offset", where.offset()));
     if (processingMillis > 0) {
       try {

@@ -54,7 +54,7 @@ public final class FailPoint {
     Map<String, Object> at = new LinkedHashMap<>();
     at.put("ev", ev);
     at.putAll(attrs);
-    history.write("failpoint_reached", History.attrs("point", name(), "at", at));
+    history.write(Events.FAILPOINT_REACHED, History.attrs("point", name(), "at", at));
     stopSelf();
     // Execution goes on here after SIGCONT (a paused zombie), exactly where it stopped.
   }

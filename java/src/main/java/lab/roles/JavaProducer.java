@@ -120,7 +120,7 @@ public final class JavaProducer {
     props.put("value.serializer", ByteArraySerializer.class.getName());
     producer = new KafkaProducer<>(props);
     history.write(
-        "start", History.attrs("config", given, "client", "java", "effective", effective()));
+        Events.START, History.attrs("config", given, "client", "java", "effective", effective()));
     String gate = (String) spec.get("start_gate");
     if (gate != null) {
       // Learn the topic's leader while waiting, as a producer already running would know it.
@@ -129,7 +129,7 @@ public final class JavaProducer {
       } catch (KafkaException e) {
         // the first send learns it instead
       }
-      history.write("ready");
+      history.write(Events.READY);
       waitForGate(Path.of(gate));
     }
     try {
@@ -139,11 +139,11 @@ public final class JavaProducer {
         runPlain(ProducerResume.idsToSend(spec, history, false), batch);
       }
       producer.flush();
-      history.write("done", History.attrs("unflushed", unacknowledged.get()));
+      history.write(Events.DONE, History.attrs("unflushed", unacknowledged.get()));
       producer.close();
       return 0;
     } catch (KafkaException e) {
-      history.write(epochLost(e) ? "fenced" : "error", describe(e));
+      history.write(epochLost(e) ? Events.FENCED : Events.ERROR, describe(e));
       producer.close(java.time.Duration.ZERO);
       return 3;
     }
@@ -210,7 +210,7 @@ public final class JavaProducer {
     if (outbox != null) {
       outbox.mark(id, "sent");
     }
-    history.write("send", History.attrs("id", id));
+    history.write(Events.SEND, History.attrs("id", id));
     unacknowledged.incrementAndGet();
     producer.send(new ProducerRecord<>(topic, Long.toString(id), values.value(id)), report(id));
   }
@@ -223,14 +223,15 @@ public final class JavaProducer {
         // null when the broker did not say where the write is (no offset in the answer)
         Object offset = metadata.hasOffset() ? metadata.offset() : null;
         history.write(
-            "ack", History.attrs("id", id, "partition", metadata.partition(), "offset", offset));
+            Events.ACK,
+            History.attrs("id", id, "partition", metadata.partition(), "offset", offset));
         if (outbox != null) {
           outbox.mark(id, "acked");
         }
       } else {
         Map<String, Object> attrs = History.attrs("id", id);
         attrs.putAll(describe(exception));
-        history.write("fail", attrs);
+        history.write(Events.FAIL, attrs);
       }
     };
   }
@@ -284,7 +285,7 @@ public final class JavaProducer {
   void runTransactional(Map<String, Object> txn, boolean batch) throws Exception {
     claimOwnership(txn);
     producer.initTransactions();
-    history.write("txn_init", History.attrs("transactional_id", txn.get("id")));
+    history.write(Events.TXN_INIT, History.attrs("transactional_id", txn.get("id")));
     List<Long> ids = ProducerResume.idsToSend(spec, history, false);
     int[] number = {0}; // transaction numbers go on across restarts
     for (int restart = 0; ; restart++) {
@@ -295,16 +296,17 @@ public final class JavaProducer {
         if (!epochLost(e) || restart >= MAX_RESTARTS || !stillOwner(txn)) {
           throw e;
         }
-        history.write("fenced", describe(e));
+        history.write(Events.FENCED, describe(e));
         // The application's choice, as in the Python role: no newer instance owns the
         // transactional.id, so start a new producer with it; its initTransactions fences the
         // old epoch and finishes any transaction still open; then send what the topic lacks.
         producer.close(java.time.Duration.ZERO);
         producer = new KafkaProducer<>(props);
         history.write(
-            "restart", History.attrs("by", "the application", "transactional_id", txn.get("id")));
+            Events.RESTART,
+            History.attrs("by", "the application", "transactional_id", txn.get("id")));
         producer.initTransactions();
-        history.write("txn_init", History.attrs("transactional_id", txn.get("id")));
+        history.write(Events.TXN_INIT, History.attrs("transactional_id", txn.get("id")));
         ids = ProducerResume.idsToSend(spec, history, true);
       }
     }
@@ -323,7 +325,7 @@ public final class JavaProducer {
       int index = number[0]++;
       List<Long> chunk = new ArrayList<>(ids.subList(start, Math.min(ids.size(), start + size)));
       producer.beginTransaction();
-      history.write("txn_begin", History.attrs("txn", index, "ids", chunk));
+      history.write(Events.TXN_BEGIN, History.attrs("txn", index, "ids", chunk));
       for (long id : chunk) {
         send(id);
         if (!batch) {
@@ -331,18 +333,18 @@ public final class JavaProducer {
         }
       }
       producer.flush();
-      history.write("txn_flushed", History.attrs("txn", index, "ids", chunk));
+      history.write(Events.TXN_FLUSHED, History.attrs("txn", index, "ids", chunk));
       if (hold != null && ((Number) hold.get("txn")).intValue() == index) {
         double seconds = ((Number) hold.get("seconds")).doubleValue();
-        history.write("txn_open", History.attrs("txn", index, "seconds", hold.get("seconds")));
+        history.write(Events.TXN_OPEN, History.attrs("txn", index, "seconds", hold.get("seconds")));
         Thread.sleep((long) (seconds * 1000));
       }
       if (aborts.contains(index)) {
         producer.abortTransaction();
-        history.write("txn_abort", History.attrs("txn", index, "ids", chunk));
+        history.write(Events.TXN_ABORT, History.attrs("txn", index, "ids", chunk));
       } else {
         commit(index, chunk);
-        history.write("txn_commit", History.attrs("txn", index, "ids", chunk));
+        history.write(Events.TXN_COMMIT, History.attrs("txn", index, "ids", chunk));
       }
     }
   }
@@ -359,14 +361,14 @@ public final class JavaProducer {
     } catch (TimeoutException e) {
       Object error = describe(e).get("error");
       history.write(
-          "txn_commit_unknown", History.attrs("txn", index, "ids", chunk, "error", error));
+          Events.TXN_COMMIT_UNKNOWN, History.attrs("txn", index, "ids", chunk, "error", error));
       throw e;
     } catch (KafkaException e) {
       Map<String, Object> attrs = History.attrs("txn", index, "ids", chunk);
       attrs.putAll(describe(e));
       attrs.remove("exception");
       attrs.put("by", "the commit failed: the transaction was aborted");
-      history.write("txn_abort", attrs);
+      history.write(Events.TXN_ABORT, attrs);
       if (!epochLost(e)) {
         producer.abortTransaction(); // an abortable error: the application aborts
       }

@@ -82,7 +82,7 @@ public final class JavaShareWorker {
     double idleAfterS = ((Number) spec.getOrDefault("idle_after_s", 5)).doubleValue();
     consumer.subscribe(List.of((String) spec.get("input")));
     history.write(
-        "subscribed", History.attrs("topic", spec.get("input"), "group", spec.get("group")));
+        Events.SUBSCRIBED, History.attrs("topic", spec.get("input"), "group", spec.get("group")));
     long lastRecord = System.nanoTime();
     boolean idleWritten = false;
     try {
@@ -92,12 +92,12 @@ public final class JavaShareWorker {
           records = consumer.poll(Duration.ofSeconds(1));
         } catch (KafkaException e) {
           history.write(
-              "error", History.attrs("where", "poll", "code", code(e), "error", e.toString()));
+              Events.ERROR, History.attrs("where", "poll", "code", code(e), "error", e.toString()));
           return;
         }
         if (records.isEmpty()) {
           if (!idleWritten && (System.nanoTime() - lastRecord) / 1e9 > idleAfterS) {
-            history.write("idle");
+            history.write(Events.IDLE);
             idleWritten = true;
           }
           continue;
@@ -109,7 +109,7 @@ public final class JavaShareWorker {
         }
         commit();
       }
-      history.write("done");
+      history.write(Events.DONE);
     } finally {
       producer.close(Duration.ofSeconds(10));
       consumer.close();
@@ -121,10 +121,10 @@ public final class JavaShareWorker {
     int id = value.get("id").asInt();
     Object[] where = {"id", id, "partition", record.partition(), "offset", record.offset()};
     history.write(
-        "delivered",
+        Events.DELIVERED,
         with(where, "delivery_count", record.deliveryCount().map(Short::intValue).orElse(null)));
     if (poison.contains(id)) {
-      history.write("processing_failed", History.attrs(where));
+      history.write(Events.PROCESSING_FAILED, History.attrs(where));
       acknowledge(record, AcknowledgeType.RELEASE, where);
       return;
     }
@@ -146,7 +146,7 @@ public final class JavaShareWorker {
   private void acknowledge(
       ConsumerRecord<byte[], byte[]> record, AcknowledgeType type, Object[] where) {
     consumer.acknowledge(record, type);
-    history.write("acknowledged", with(where, "type", type.name()));
+    history.write(Events.ACKNOWLEDGED, with(where, "type", type.name()));
   }
 
   private boolean writeOutput(ConsumerRecord<byte[], byte[]> record, Object[] where) {
@@ -154,10 +154,10 @@ public final class JavaShareWorker {
       producer
           .send(new ProducerRecord<>((String) spec.get("output"), record.key(), record.value()))
           .get();
-      history.write("output_acked", with(where, "by", spec.get("name")));
+      history.write(Events.OUTPUT_ACKED, with(where, "by", spec.get("name")));
       return true;
     } catch (Exception e) {
-      history.write("output_failed", with(where, "error", e.toString()));
+      history.write(Events.OUTPUT_FAILED, with(where, "error", e.toString()));
       return false;
     }
   }
@@ -169,11 +169,11 @@ public final class JavaShareWorker {
     for (Map.Entry<TopicIdPartition, Optional<KafkaException>> answer : answers.entrySet()) {
       int partition = answer.getKey().partition();
       if (answer.getValue().isEmpty()) {
-        history.write("ack_committed", History.attrs("partition", partition));
+        history.write(Events.ACK_COMMITTED, History.attrs("partition", partition));
       } else {
         KafkaException refusal = answer.getValue().get();
         history.write(
-            "ack_refused",
+            Events.ACK_REFUSED,
             History.attrs(
                 "partition", partition, "code", code(refusal), "error", refusal.toString()));
       }

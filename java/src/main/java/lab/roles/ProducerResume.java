@@ -87,7 +87,7 @@ final class ProducerResume {
     if (restart) {
       attrs.put("restart", true);
     }
-    history.write("resume", attrs);
+    history.write(Events.RESUME, attrs);
     return todo;
   }
 

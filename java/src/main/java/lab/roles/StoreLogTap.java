@@ -97,7 +97,7 @@ final class StoreLogTap extends OutputStream {
     // Kafka Streams 4.3+ logs a verdict twice (its startup pre-registration, then the stream
     // thread): the first says it.
     if (event != null && seen.add(event.get("store") + "/" + event.get("verdict"))) {
-      history.write("store_checked", event);
+      history.write(Events.STORE_CHECKED, event);
     }
   }
 }

@@ -21,11 +21,11 @@ final class StreamsHistory {
   }
 
   synchronized void write(String ev, Map<String, Object> attrs) {
-    if (ev.equals("fenced") && !fences.add(attrs.get("error") + " by " + attrs.get("by"))) {
+    if (ev.equals(Events.FENCED) && !fences.add(attrs.get("error") + " by " + attrs.get("by"))) {
       return; // the same fence seen again (by the commit, then by the dying thread)
     }
     lastEvent = ev;
-    if (ev.equals("consumed")) {
+    if (ev.equals(Events.CONSUMED)) {
       lastConsumedNanos = System.nanoTime();
     }
     history.write(ev, attrs);

@@ -52,7 +52,7 @@ public final class StreamsProcessor {
     Properties props = config(spec);
     StreamsConfig effective = new StreamsConfig(props);
     history.write(
-        "start",
+        Events.START,
         History.attrs(
             "processing_guarantee", effective.getString(StreamsConfig.PROCESSING_GUARANTEE_CONFIG),
             "commit_interval_ms", effective.getLong(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG),
@@ -82,7 +82,7 @@ public final class StreamsProcessor {
           if (fencedBy != null) {
             attrs.put("by", fencedBy);
           }
-          history.write(fencedBy != null ? "fenced" : "error", attrs);
+          history.write(fencedBy != null ? Events.FENCED : Events.ERROR, attrs);
           exitCode[0] = 3;
           return StreamsUncaughtExceptionHandler.StreamThreadExceptionResponse.SHUTDOWN_CLIENT;
         });
@@ -98,7 +98,7 @@ public final class StreamsProcessor {
                 () -> {
                   // SIGTERM: the run is over; close commits what is processed, as Streams does.
                   streams.close(Duration.ofSeconds(10));
-                  history.write("done", Map.of());
+                  history.write(Events.DONE, Map.of());
                 },
                 "lab-shutdown"));
     startIdleWatch(streams, history);
@@ -162,8 +162,8 @@ public final class StreamsProcessor {
               while (true) {
                 if (streams.state() == KafkaStreams.State.RUNNING
                     && history.quietMillis() >= IDLE_AFTER_MS
-                    && !history.lastEvent().equals("idle")) {
-                  history.write("idle", Map.of());
+                    && !history.lastEvent().equals(Events.IDLE)) {
+                  history.write(Events.IDLE, Map.of());
                 }
                 try {
                   Thread.sleep(100);
@@ -237,7 +237,7 @@ public final class StreamsProcessor {
       Map<String, Object> attrs = where(store, changelog);
       attrs.put("from", start);
       attrs.put("to", end);
-      history.write("restore_started", attrs);
+      history.write(Events.RESTORE_STARTED, attrs);
     }
 
     @Override
@@ -247,7 +247,7 @@ public final class StreamsProcessor {
     public void onRestoreEnd(TopicPartition changelog, String store, long restored) {
       Map<String, Object> attrs = where(store, changelog);
       attrs.put("records", restored);
-      history.write("restored", attrs);
+      history.write(Events.RESTORED, attrs);
     }
   }
 }

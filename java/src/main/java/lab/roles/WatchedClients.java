@@ -80,7 +80,7 @@ final class WatchedClients implements KafkaClientSupplier {
 
   void fenced(RuntimeException error, String by) {
     history.write(
-        "fenced",
+        Events.FENCED,
         History.attrs(
             "error", error.getClass().getSimpleName(), "reason", error.getMessage(), "by", by));
   }
@@ -111,7 +111,7 @@ final class WatchedClients implements KafkaClientSupplier {
           (metadata, error) -> {
             if (error == null) {
               history.write(
-                  "output_acked",
+                  Events.OUTPUT_ACKED,
                   History.attrs(
                       "id", id, "partition", metadata.partition(), "offset", metadata.offset()));
             } else {
@@ -119,7 +119,7 @@ final class WatchedClients implements KafkaClientSupplier {
                 reportFence(new IllegalStateException(error), "transaction coordinator");
               }
               history.write(
-                  "output_failed",
+                  Events.OUTPUT_FAILED,
                   History.attrs("id", id, "error", error.getClass().getSimpleName()));
             }
             if (callback != null) {
@@ -150,7 +150,7 @@ final class WatchedClients implements KafkaClientSupplier {
         throw e;
       }
       history.write(
-          "committed",
+          Events.COMMITTED,
           History.attrs("offsets", inputOffsets(pendingOffsets), "how", "commitTransaction"));
       pendingOffsets = Map.of();
     }
@@ -158,7 +158,7 @@ final class WatchedClients implements KafkaClientSupplier {
     @Override
     public void abortTransaction() {
       super.abortTransaction();
-      history.write("txn_abort", History.attrs("by", "Kafka Streams"));
+      history.write(Events.TXN_ABORT, History.attrs("by", "Kafka Streams"));
     }
 
     private void watchFence(RuntimeException e) {
@@ -191,7 +191,7 @@ final class WatchedClients implements KafkaClientSupplier {
         throw e;
       } catch (RuntimeException e) {
         history.write(
-            "commit_rejected",
+            Events.COMMIT_REJECTED,
             History.attrs(
                 "offsets", inputOffsets(offsets),
                 "error", e.getClass().getSimpleName(),
@@ -199,7 +199,7 @@ final class WatchedClients implements KafkaClientSupplier {
         throw e;
       }
       history.write(
-          "committed", History.attrs("offsets", inputOffsets(offsets), "how", "commitSync"));
+          Events.COMMITTED, History.attrs("offsets", inputOffsets(offsets), "how", "commitSync"));
     }
   }
 }
