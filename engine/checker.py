@@ -59,7 +59,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from engine.events import Event
+from engine.events import Event, ProxyRecord
 
 LATENCY_DEFINITION = (
     "End-to-end latency is the moment the sink consumer first read a message, at the level's "
@@ -363,7 +363,7 @@ def count_refusals(
     refused_produce = {
         (f.get("node"), f.get("conn"), f.get("correlation_id")): _time(f)
         for f in proxy_faults
-        if f.get("kind") == "produce_error" and f.get("error") in EPOCH_ANSWERS
+        if f.get("kind") == ProxyRecord.PRODUCE_ERROR and f.get("error") in EPOCH_ANSWERS
     }
     proxy_times = sorted(refused_produce.values())
     # Each event with the life of its process's producer: a `restart` starts a new one.

@@ -72,6 +72,48 @@ class Event(StrEnum):
     PROXY = "proxy"
 
 
+class NemesisRecord(StrEnum):
+    """What the nemesis and the run's watch of the cluster record (a `nemesis` line's `kind`)
+    beside the fault kinds themselves, which are named by their own files (engine/faults/).
+    The room's words: engine/words.py's RECORD_WORDS."""
+
+    KILL_NODE = "kill-node"
+    NODE_STOPPED = "node-stopped"
+    NODE_READY = "node-ready"
+    RESTART_FAILED = "restart-failed"
+    SUPERVISOR_RESTART = "supervisor-restart"
+    FAULT_NOT_REACHED = "fault-not-reached"
+    ISR = "isr"
+    ELR = "elr"
+    OFFSETS = "offsets"
+    BROKER_LOG = "broker-log"
+    RESTART = "restart"
+    WIPE = "wipe"
+
+
+class ProxyRecord(StrEnum):
+    """What the fault proxy records (a `proxy` line's `kind`, engine/proxy/server.py). The
+    room's words: engine/words.py's PROXY_WORDS."""
+
+    PRODUCE_RESPONSE_DROPPED = "produce_response_dropped"
+    PRODUCE_REQUEST_DROPPED = "produce_request_dropped"
+    OFFSET_COMMIT_RESPONSE_DROPPED = "offset_commit_response_dropped"
+    OFFSET_COMMIT_REQUEST_DROPPED = "offset_commit_request_dropped"
+    END_TXN_RESPONSE_DROPPED = "end_txn_response_dropped"
+    END_TXN_REQUEST_DROPPED = "end_txn_request_dropped"
+    PRODUCE_ERROR = "produce_error"
+    CONNECTION_HELD = "connection_held"
+    CONNECTION_RESET = "connection_reset"
+    BLACKHOLE_START = "blackhole_start"
+    BLACKHOLE_END = "blackhole_end"
+    LATENCY_SET = "latency_set"
+    RULES_CLEARED = "rules_cleared"
+    PROXY_STARTED = "proxy_started"
+    BROKER_DISCOVERED = "broker_discovered"
+    BROKER_ADDRESS_CHANGED = "broker_address_changed"
+    REWRITE_FAILED = "rewrite_failed"
+
+
 def java_source() -> str:
     """java/src/main/java/lab/roles/Events.java: the same names for the Java roles, made from
     this enum (`python -m engine.events --java`); tests/unit/test_events.py keeps it current."""

@@ -23,7 +23,7 @@ from typing import Any
 
 from engine.checker import EPOCH_ANSWERS, LevelCounts, Verdict
 from engine.client_evidence import client_evidence
-from engine.events import Event
+from engine.events import Event, NemesisRecord, ProxyRecord
 from engine.faults import KINDS, takes_leader_away, wakes
 from engine.levels import LEVELS
 from engine.streams import store_evidence
@@ -377,7 +377,11 @@ def explain(
 def longest_lso_stall(history: Sequence[dict[str, Any]]) -> str | None:
     """The longest time the leader reported the LSO stuck behind the high watermark (an open
     transaction), from the run's `offsets` readings; None under half a second."""
-    readings = [e for e in history if e.get("ev") == Event.NEMESIS and e.get("kind") == "offsets"]
+    readings = [
+        e
+        for e in history
+        if e.get("ev") == Event.NEMESIS and e.get("kind") == NemesisRecord.OFFSETS
+    ]
     if not readings:
         return None
     best: tuple[float, dict[str, Any], float, int] | None = None
@@ -449,9 +453,9 @@ def replication_loss_sentence(history: Sequence[dict[str, Any]]) -> str:
     leader, follower = killed.get("leader"), killed.get("follower")
     if leader is None or follower is None:
         return ""
-    alone = any(e.get("kind") == "isr" and e.get("isr") == [leader] for e in nemesis)
+    alone = any(e.get("kind") == NemesisRecord.ISR and e.get("isr") == [leader] for e in nemesis)
     wiped = any(e.get("kind") == "wipe-partition" and e.get("node") == leader for e in nemesis)
-    logged = [str(e.get("line", "")) for e in nemesis if e.get("kind") == "broker-log"]
+    logged = [str(e.get("line", "")) for e in nemesis if e.get("kind") == NemesisRecord.BROKER_LOG]
     unclean = any("UNCLEAN" in line for line in logged)
     truncated = any("runcat" in line for line in logged)
     text = ""
@@ -502,7 +506,7 @@ def broker_answers(faults: Sequence[dict[str, Any]]) -> list[str]:
     by_error: dict[tuple[Any, Any], list[dict[str, Any]]] = defaultdict(list)
     taken_down = set()
     for fault in faults:
-        if fault.get("source") == "proxy" and fault.get("kind") == "produce_error":
+        if fault.get("source") == "proxy" and fault.get("kind") == ProxyRecord.PRODUCE_ERROR:
             by_error[(fault.get("node"), fault.get("error"))].append(fault)
         elif takes_leader_away(fault):
             taken_down.add(fault.get("node"))
@@ -511,7 +515,9 @@ def broker_answers(faults: Sequence[dict[str, Any]]) -> list[str]:
         meaning = PRODUCE_ERROR_MEANING.get(error)
         if error == "NOT_LEADER_OR_FOLLOWER" and taken_down and node not in taken_down:
             later = [
-                f for f in faults if f.get("kind") == "isr" and f.get("t", 0) >= seen[0].get("t", 0)
+                f
+                for f in faults
+                if f.get("kind") == NemesisRecord.ISR and f.get("t", 0) >= seen[0].get("t", 0)
             ]
             took_over = any(f.get("leader") == node for f in later)
             meaning = (NOT_LEADER_YET if took_over else NOT_LEADER_ELSEWHERE).format(node=node)
@@ -769,12 +775,12 @@ def _nemesis_evidence(event: dict[str, Any], out: Explanation) -> None:
     if (fault := KINDS.get(str(kind))) is not None:
         if (sentence := fault.evidence(event, _point_sentence(event))) is not None:
             out.evidence.append(sentence)
-    elif kind == "isr" and (event.get("leader") or 0) < 0:
+    elif kind == NemesisRecord.ISR and (event.get("leader") or 0) < 0:
         out.evidence.append(
             f"The cluster reported the partition without a leader (offline; in-sync replicas: "
             f"{nodes_words(event.get('isr'))}): nothing could be written to it or read from it."
         )
-    elif kind == "isr":
+    elif kind == NemesisRecord.ISR:
         hw = event.get("high_watermark")
         mark = "its high watermark not read in time" if hw is None else f"high watermark {hw}"
         out.evidence.append(
@@ -782,7 +788,7 @@ def _nemesis_evidence(event: dict[str, Any], out: Explanation) -> None:
             f"{nodes_words(event.get('isr'))}, "
             f"led by node {event.get('leader')}, {mark}."
         )
-    elif kind == "elr":
+    elif kind == NemesisRecord.ELR:
         leader = event.get("leader")
         who = f"led by node {leader}" if (leader or 0) >= 0 else "without a leader"
         final = " as the run ended" if event.get("final") else ""
@@ -792,9 +798,9 @@ def _nemesis_evidence(event: dict[str, Any], out: Explanation) -> None:
             f"{nodes_words(event.get('elr'))}; last known leader: "
             f"{nodes_words(event.get('last_known_elr'))}."
         )
-    elif kind == "broker-log":
+    elif kind == NemesisRecord.BROKER_LOG:
         out.evidence.append(f"Node {event.get('node')} logged: {event.get('line')}")
-    elif kind == "fault-not-reached":
+    elif kind == NemesisRecord.FAULT_NOT_REACHED:
         out.evidence.append(
             f"The {event.get('fault')} of {target} ({event.get('point')}) never fired: "
             f"{event.get('reason')}."

@@ -43,7 +43,7 @@ from typing import Any, Literal
 from engine import record
 from engine.cluster.base import Cluster
 from engine.errors import LabError
-from engine.events import Event
+from engine.events import Event, NemesisRecord
 from engine.faults import free_play_controls
 from engine.faults.base import FreePlayControl
 from engine.history import read_jsonl
@@ -404,7 +404,9 @@ class FreePlay:
         node = next(iter(self.broker_strike.killed_nodes))
         for level in self.levels:
             if level not in led:  # said as it is: this level's partition had another leader
-                level.nemesis.record("kill-node", node=node, leader=leaders[level.run.level.name])
+                level.nemesis.record(
+                    NemesisRecord.KILL_NODE, node=node, leader=leaders[level.run.level.name]
+                )
         self.killed_node = node
         self.restart_due = time.time() + self.settings.restart_after_s
         self.note(
@@ -449,7 +451,7 @@ class FreePlay:
         exited = processors[-1]
         level.restarts += 1
         why = exit_reason(exited.history)
-        level.nemesis.record("supervisor-restart", target=exited.name, reason=why)
+        level.nemesis.record(NemesisRecord.SUPERVISOR_RESTART, target=exited.name, reason=why)
         level.run.start_role("processor", "processor", level.run.processor_spec())
         self.note(
             f"{level.run.level.name}: {exited.name} exited on its own ({why}); the "

@@ -25,7 +25,7 @@ from confluent_kafka import Consumer, KafkaException, TopicPartition
 from engine import record, settings, streams
 from engine.cluster.base import Cluster
 from engine.errors import LabError
-from engine.events import Event
+from engine.events import Event, NemesisRecord, ProxyRecord
 from engine.failpoints import FailPoint
 from engine.faults import kind_of
 from engine.history import HistoryFanOut, HistoryWriter, Tail, merge
@@ -391,7 +391,7 @@ class LevelRun:
         deadline = time.time() + OFFSETS_SETTLE_S
         while True:
             if (moved := offsets.changed()) is not None:
-                nemesis.record("offsets", lso=moved[0], high_watermark=moved[1])
+                nemesis.record(NemesisRecord.OFFSETS, lso=moved[0], high_watermark=moved[1])
             state = offsets.last
             if (state is not None and state[0] >= state[1]) or time.time() >= deadline:
                 return
@@ -411,7 +411,7 @@ class LevelRun:
             if offsets is not None and time.time() >= next_offsets:
                 next_offsets = time.time() + OFFSETS_EVERY_S
                 if (moved := offsets.changed()) is not None:
-                    nemesis.record("offsets", lso=moved[0], high_watermark=moved[1])
+                    nemesis.record(NemesisRecord.OFFSETS, lso=moved[0], high_watermark=moved[1])
             watches.poll()
             for process in self.processes:
                 tail = tails.setdefault(process.history, Tail(process.history))
@@ -595,11 +595,17 @@ class LevelRun:
         state = describe_partition(self.cluster.direct_bootstrap, self.judged_topic)
         if state is not None:
             self.nemesis_history.write(
-                Event.NEMESIS, kind="elr", read_at=time.time(), final=True, **state.to_json()
+                Event.NEMESIS,
+                kind=NemesisRecord.ELR,
+                read_at=time.time(),
+                final=True,
+                **state.to_json(),
             )
         logs = {n: self.cluster.node_log_since(n, self.started_at) for n in self.cluster.node_ids}
         for node, line in replication_log_lines(logs, self.judged_topic):
-            self.nemesis_history.write(Event.NEMESIS, kind="broker-log", node=node, line=line)
+            self.nemesis_history.write(
+                Event.NEMESIS, kind=NemesisRecord.BROKER_LOG, node=node, line=line
+            )
 
     def dedup_store(self) -> dict[str, Any] | None:
         """SQLite in the run folder, or the PostgreSQL that LAB_DEDUP_DSN names."""
@@ -651,7 +657,7 @@ class LevelRun:
         faults = []
         for event in read_events(proxy.events_path, since_ts=self.started_at - 1):
             client = event.get("client_id") or ""
-            if event["kind"] == "proxy_started":
+            if event["kind"] == ProxyRecord.PROXY_STARTED:
                 continue
             if client and not client.startswith(ours):
                 continue  # another run's fault

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from engine import record
-from engine.events import Event
+from engine.events import Event, NemesisRecord, ProxyRecord
 from engine.explain import id_ranges
 from engine.faults import KINDS, fault_words
 from engine.history import Tail
@@ -41,7 +41,7 @@ PROXY_WORDS = {
 def proxy_text(event: dict[str, Any]) -> str | None:
     """A proxy event in words, naming the request by Kafka's own correlation id."""
     kind, cid = str(event.get("kind")), event.get("correlation_id")
-    if kind == "produce_error":
+    if kind == ProxyRecord.PRODUCE_ERROR:
         request = f" (request {cid})" if cid is not None else ""
         return (
             f"node {event.get('node')} refused a write{request}: "
@@ -50,9 +50,9 @@ def proxy_text(event: dict[str, Any]) -> str | None:
     if cid is None or kind not in PROXY_WORDS:
         return PROXY_WORDS.get(kind)
     reset = "; connection reset" if event.get("after") == "reset" else ""
-    if kind == "produce_response_dropped":
+    if kind == ProxyRecord.PRODUCE_RESPONSE_DROPPED:
         return f"ack of the Produce request with correlation id {cid} dropped{reset}"
-    if kind == "produce_request_dropped":
+    if kind == ProxyRecord.PRODUCE_REQUEST_DROPPED:
         return f"Produce request with correlation id {cid} dropped before the broker{reset}"
     held = "; connection held" if event.get("after") == "hold" else reset
     return f"{PROXY_WORDS[kind]} (correlation id {cid}){held}"
@@ -69,7 +69,7 @@ def fault_raw(event: dict[str, Any]) -> str:
 def fault_fold(event: dict[str, Any], text: str) -> str:
     """What makes two fault lines "the same again": a node refusing writes with the same
     error, whatever the request; otherwise the line itself. Repeats fold into one, counted."""
-    if event.get("ev") == Event.PROXY and event.get("kind") == "produce_error":
+    if event.get("ev") == Event.PROXY and event.get("kind") == ProxyRecord.PRODUCE_ERROR:
         return f"produce_error:{event.get('node')}:{event.get('error')}"
     if event.get("ev") == Event.PROXY and event.get("kind") in PROXY_WORDS:
         return f"proxy:{event.get('kind')}"
@@ -79,7 +79,7 @@ def fault_fold(event: dict[str, Any], text: str) -> str:
 def fold_text(event: dict[str, Any], text: str) -> str:
     """The words of a folded run of repeats: without the one request's correlation id."""
     kind = event.get("kind")
-    if event.get("ev") == Event.PROXY and kind == "produce_error":
+    if event.get("ev") == Event.PROXY and kind == ProxyRecord.PRODUCE_ERROR:
         return (
             f"node {event.get('node')} refused writes: "
             f"{error_words(str(event.get('error') or ''), event.get('reason'))}"
@@ -160,7 +160,7 @@ def fault_text(event: dict[str, Any]) -> str | None:
     """A history event that marks a fault, in words; None for ordinary traffic."""
     ev, role = event.get("ev"), str(event.get("proc", ""))
     proc = process_words(role)  # "processor#2" is "processor 2"
-    if ev == Event.NEMESIS and event.get("kind") == "offsets":
+    if ev == Event.NEMESIS and event.get("kind") == NemesisRecord.OFFSETS:
         return offsets_text(event)
     if ev == Event.NEMESIS:
         return nemesis_text(event)

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from typing import Any
 
 from engine.errors import UnsupportedFaultError
-from engine.events import Event
+from engine.events import Event, NemesisRecord
 from engine.failpoints import wait_stopped
 from engine.faults import (
     BROKER_FAULTS,
@@ -96,7 +96,7 @@ class Nemesis:
             if fault.when.event is not None and index not in self.armed_at:
                 self.pending.remove((index, fault))
                 self.record(
-                    "fault-not-reached",
+                    NemesisRecord.FAULT_NOT_REACHED,
                     fault=fault.kind,
                     target=fault_target(fault),
                     point=f"after {fault.when.event} #{fault.when.count}",

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from html import escape
 
 from engine.error_codes import ERROR_NAMES
-from engine.events import Event
+from engine.events import Event, NemesisRecord, ProxyRecord
 
 # What each process writes to its history (`ev`), as the room says it.
 EVENT_WORDS: dict[Event, str] = {
@@ -88,41 +88,41 @@ EVENT_TEMPLATES: dict[str, tuple[str, ...]] = {
 # What the nemesis (and the runner's watch of the cluster) records, by `kind`, beside the fault
 # kinds themselves: each of those has its words in its own file (engine/faults/NAME.py).
 RECORD_WORDS: dict[str, str] = {
-    "kill-node": "broker killed",
-    "node-stopped": "broker stopped",
-    "node-ready": "broker back",
-    "restart-failed": "broker did not come back",
-    "supervisor-restart": "a new instance started by the supervisor",
-    "fault-not-reached": "fault never fired",
-    "isr": "in-sync replicas changed",
-    "elr": "replica sets read",
-    "offsets": "read_committed readers wait",
-    "broker-log": "broker log line",
+    NemesisRecord.KILL_NODE: "broker killed",
+    NemesisRecord.NODE_STOPPED: "broker stopped",
+    NemesisRecord.NODE_READY: "broker back",
+    NemesisRecord.RESTART_FAILED: "broker did not come back",
+    NemesisRecord.SUPERVISOR_RESTART: "a new instance started by the supervisor",
+    NemesisRecord.FAULT_NOT_REACHED: "fault never fired",
+    NemesisRecord.ISR: "in-sync replicas changed",
+    NemesisRecord.ELR: "replica sets read",
+    NemesisRecord.OFFSETS: "read_committed readers wait",
+    NemesisRecord.BROKER_LOG: "broker log line",
     # the short names of "restart-skipped" and "wipe-skipped"
-    "restart": "broker restarted",
-    "wipe": "a replica's partition directory deleted",
+    NemesisRecord.RESTART: "broker restarted",
+    NemesisRecord.WIPE: "a replica's partition directory deleted",
 }
 SKIPPED = "-skipped"  # "crash-skipped": a fault the nemesis could not carry out
 
 # What the fault proxy records, by `kind`.
 PROXY_WORDS: dict[str, str] = {
-    "produce_response_dropped": "ack dropped",
-    "produce_request_dropped": "write lost on the way",
-    "offset_commit_response_dropped": "commit's answer dropped",
-    "offset_commit_request_dropped": "commit lost on the way",
-    "end_txn_response_dropped": "transaction end's answer dropped",
-    "end_txn_request_dropped": "transaction end lost on the way",
-    "produce_error": "write refused",
-    "connection_held": "connection held silent",
-    "connection_reset": "connection reset",
-    "blackhole_start": "network cut",
-    "blackhole_end": "network back",
-    "latency_set": "network slowed",
-    "rules_cleared": "proxy rules cleared",
-    "proxy_started": "proxy started",
-    "broker_discovered": "broker found",
-    "broker_address_changed": "broker moved",
-    "rewrite_failed": "proxy could not rewrite an answer",
+    ProxyRecord.PRODUCE_RESPONSE_DROPPED: "ack dropped",
+    ProxyRecord.PRODUCE_REQUEST_DROPPED: "write lost on the way",
+    ProxyRecord.OFFSET_COMMIT_RESPONSE_DROPPED: "commit's answer dropped",
+    ProxyRecord.OFFSET_COMMIT_REQUEST_DROPPED: "commit lost on the way",
+    ProxyRecord.END_TXN_RESPONSE_DROPPED: "transaction end's answer dropped",
+    ProxyRecord.END_TXN_REQUEST_DROPPED: "transaction end lost on the way",
+    ProxyRecord.PRODUCE_ERROR: "write refused",
+    ProxyRecord.CONNECTION_HELD: "connection held silent",
+    ProxyRecord.CONNECTION_RESET: "connection reset",
+    ProxyRecord.BLACKHOLE_START: "network cut",
+    ProxyRecord.BLACKHOLE_END: "network back",
+    ProxyRecord.LATENCY_SET: "network slowed",
+    ProxyRecord.RULES_CLEARED: "proxy rules cleared",
+    ProxyRecord.PROXY_STARTED: "proxy started",
+    ProxyRecord.BROKER_DISCOVERED: "broker found",
+    ProxyRecord.BROKER_ADDRESS_CHANGED: "broker moved",
+    ProxyRecord.REWRITE_FAILED: "proxy could not rewrite an answer",
 }
 
 # Kafka's error codes (librdkafka's names; a leading "_" is the client's own), as the room says

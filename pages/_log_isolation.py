@@ -13,7 +13,7 @@ import streamlit as st
 
 from engine import logs, record
 from engine.cluster import Cluster
-from engine.events import Event
+from engine.events import Event, NemesisRecord
 from engine.faults import marks_a_process
 from engine.live import nemesis_text
 from pages._log_common import not_ready, table, topic_picker
@@ -104,7 +104,11 @@ def recorded_isolation() -> None:
 def offsets_readings(run: dict[str, Any], level: str) -> list[dict[str, Any]]:
     """The run's own readings of the LSO and high watermark (scenarios with watch_offsets)."""
     history = run["levels"][level].get("history") or []
-    return [e for e in history if e.get("ev") == Event.NEMESIS and e.get("kind") == "offsets"]
+    return [
+        e
+        for e in history
+        if e.get("ev") == Event.NEMESIS and e.get("kind") == NemesisRecord.OFFSETS
+    ]
 
 
 def offsets_figure(readings: list[dict[str, Any]], history: list[dict[str, Any]]) -> go.Figure:

@@ -16,7 +16,7 @@ import streamlit as st
 
 from engine import record
 from engine.checker import LATENCY_DEFINITION
-from engine.events import Event
+from engine.events import Event, NemesisRecord, ProxyRecord
 from engine.faults import KINDS, say_fault
 from engine.faults.base import HURT, FaultKind
 from engine.live import fault_fold, fault_raw, fault_text, fold_text, nemesis_text
@@ -847,11 +847,13 @@ def fault_bands(result: dict[str, Any], start: float) -> list[dict[str, Any]]:
             label, raw = its_kind.lasting(record)
             bands.append(band(began, t, label, its_kind.colour, raw))
             continue
-        if kind in ("rules_cleared", "latency_set", "connection_reset") or (
-            fault_kind is not None and not fault_kind.drawn
-        ):
+        if kind in (
+            ProxyRecord.RULES_CLEARED,
+            ProxyRecord.LATENCY_SET,
+            ProxyRecord.CONNECTION_RESET,
+        ) or (fault_kind is not None and not fault_kind.drawn):
             continue  # set-up and clean-up, or the consequence of a drop already shown
-        if kind in ("elr", "broker-log", "offsets"):
+        if kind in (NemesisRecord.ELR, NemesisRecord.BROKER_LOG, NemesisRecord.OFFSETS):
             continue  # evidence read from Kafka's tools and logs, listed with the evidence
         duration = float(fault.get("duration_s") or 0.05)
         colour = fault_kind.colour if fault_kind is not None else HURT
@@ -874,7 +876,7 @@ def fault_bands(result: dict[str, Any], start: float) -> list[dict[str, Any]]:
 
 def short_text(event: dict[str, Any]) -> str | None:
     """A fault's words for a band's label: the nemesis's short form, else the live view's."""
-    if event["ev"] == Event.NEMESIS and event.get("kind") not in ("offsets",):
+    if event["ev"] == Event.NEMESIS and event.get("kind") not in (NemesisRecord.OFFSETS,):
         return nemesis_text(event, short=True)
     return fault_text(event)
 

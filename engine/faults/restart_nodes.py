@@ -9,6 +9,7 @@ import threading
 from typing import Any
 
 from engine.errors import LabError
+from engine.events import NemesisRecord
 from engine.faults.base import (
     HURT,
     OWN_BROKERS,
@@ -61,9 +62,9 @@ class RestartNodes(FaultKind):
             try:
                 nemesis.ctx.cluster.restart_node(node)
             except LabError as exc:
-                nemesis.record("restart-failed", node=node, error=str(exc))
+                nemesis.record(NemesisRecord.RESTART_FAILED, node=node, error=str(exc))
                 return
-            nemesis.record("node-ready", node=node)
+            nemesis.record(NemesisRecord.NODE_READY, node=node)
             nemesis.ctx.node_changed()
 
         thread = threading.Thread(target=restart, name=f"restart-node-{node}", daemon=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from engine.events import NemesisRecord
 from engine.faults import nodes
 from engine.faults.base import HURT, OWN_BROKERS, Availability, FaultKind, NemesisState
 from engine.faults.params import FaultParams
@@ -25,7 +26,7 @@ class StopLeader(FaultKind):
         nemesis.ctx.cluster.stop_node(leader)
         nemesis.killed_nodes.add(leader)
         nemesis.node_roles["leader"] = leader
-        nemesis.record("node-stopped", node=leader)
+        nemesis.record(NemesisRecord.NODE_STOPPED, node=leader)
 
     def live(self, event: dict[str, Any], point: str) -> str:
         return f"broker node {event.get('node')} shut down cleanly (SIGTERM; the leader)"

@@ -28,6 +28,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, TextIO
 
+from engine.events import ProxyRecord
 from engine.kafka.wire import FrameError, FrameSplitter, encode_frame
 from engine.proxy.framing import (
     END_TXN,
@@ -285,7 +286,7 @@ class Connection:
             self.up_writer.close()
         self.proxy.stats[self.node].connections_reset += 1
         self.proxy.events.emit(
-            "connection_reset", self.node, reason=reason, **self._detail(), **detail
+            ProxyRecord.CONNECTION_RESET, self.node, reason=reason, **self._detail(), **detail
         )
         self.close()
         return True
@@ -297,7 +298,7 @@ class Connection:
         self.held = True
         self.inflight.clear()
         self.proxy.stats[self.node].connections_held += 1
-        self.proxy.events.emit("connection_held", self.node, **self._detail(), **detail)
+        self.proxy.events.emit(ProxyRecord.CONNECTION_HELD, self.node, **self._detail(), **detail)
 
     # -- pumps ---------------------------------------------------------------------------------
 
@@ -449,7 +450,7 @@ class Connection:
             return  # a layout we do not know: forwarded untouched, unrecorded
         for error in errors:
             self.proxy.events.emit(
-                "produce_error",
+                ProxyRecord.PRODUCE_ERROR,
                 self.node,
                 **self._detail(),
                 correlation_id=info.correlation_id,
@@ -561,7 +562,7 @@ class Proxy:
         for node, route in self.routes.items():
             host, port = self.address(node)
             self.events.emit(
-                "proxy_started",
+                ProxyRecord.PROXY_STARTED,
                 node,
                 listen=f"{host}:{port}",
                 upstream=f"{route.upstream_host}:{route.upstream_port}",
@@ -571,7 +572,7 @@ class Proxy:
         if self.bootstrap_route is not None:
             host, port = self.address(BOOTSTRAP)
             self.events.emit(
-                "proxy_started",
+                ProxyRecord.PROXY_STARTED,
                 None,
                 mode="rewrite",
                 listen=f"{host}:{port}",
@@ -660,7 +661,7 @@ class Proxy:
                 self._rewrite_warned.add(what)
                 log(f"node {conn.node} conn {conn.conn_id}: cannot rewrite {e!r}")
                 self.events.emit(
-                    "rewrite_failed",
+                    ProxyRecord.REWRITE_FAILED,
                     conn.node,
                     api=api_name(info.api_key),
                     api_version=info.api_version,
@@ -693,7 +694,7 @@ class Proxy:
                 lhost, lport = self.address(node)
                 self.routes[node] = replace(route, listen_port=lport)
                 self.events.emit(
-                    "broker_discovered",
+                    ProxyRecord.BROKER_DISCOVERED,
                     node,
                     upstream=f"{host}:{port}",
                     listen=f"{lhost}:{lport}",
@@ -705,7 +706,10 @@ class Proxy:
                 old = f"{route.upstream_host}:{route.upstream_port}"
                 self.routes[node] = replace(route, upstream_host=host, upstream_port=port)
                 self.events.emit(
-                    "broker_address_changed", node, old_upstream=old, upstream=f"{host}:{port}"
+                    ProxyRecord.BROKER_ADDRESS_CHANGED,
+                    node,
+                    old_upstream=old,
+                    upstream=f"{host}:{port}",
                 )
             return self.advertise_host, self.address(node)[1]
 
@@ -765,7 +769,11 @@ class Proxy:
         self.latency.clear()
         healed = self.heal()
         self.events.emit(
-            "rules_cleared", None, rules=rules, latency_removed=latency, blackholes_ended=healed
+            ProxyRecord.RULES_CLEARED,
+            None,
+            rules=rules,
+            latency_removed=latency,
+            blackholes_ended=healed,
         )
         return {"rules_removed": rules, "latency_removed": latency, "blackholes_ended": healed}
 
@@ -778,7 +786,7 @@ class Proxy:
             self.latency.pop(node, None)
         else:
             self.latency[node] = Latency(ms, jitter_ms)
-        self.events.emit("latency_set", node, ms=ms, jitter_ms=jitter_ms)
+        self.events.emit(ProxyRecord.LATENCY_SET, node, ms=ms, jitter_ms=jitter_ms)
 
     def blackhole(self, duration_s: float, node: int | None = None, then: str = "flush") -> None:
         """Partition a node (or everything) for duration_s; a repeat call re-arms the timer."""
@@ -799,7 +807,11 @@ class Proxy:
         bh.handle = loop.call_later(duration_s, self._end_blackhole, node, "expired")
         self._update_gates()
         self.events.emit(
-            "blackhole_start", node, duration_s=duration_s, then=then, connections=len(bh.conns)
+            ProxyRecord.BLACKHOLE_START,
+            node,
+            duration_s=duration_s,
+            then=then,
+            connections=len(bh.conns),
         )
 
     def heal(self, node: int | None = None) -> int:
@@ -819,7 +831,7 @@ class Proxy:
         del self.blackholes[key]
         self._update_gates()
         self.events.emit(
-            "blackhole_end",
+            ProxyRecord.BLACKHOLE_END,
             key,
             then=bh.then,
             reason=reason,

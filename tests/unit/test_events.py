@@ -11,22 +11,23 @@ import ast
 import re
 
 from engine import paths
-from engine.events import Event, java_source
-from engine.words import EVENT_TEMPLATES, EVENT_WORDS
+from engine.events import Event, NemesisRecord, ProxyRecord, java_source
+from engine.words import EVENT_TEMPLATES, EVENT_WORDS, PROXY_WORDS, RECORD_WORDS
 from tests.unit.test_words import event_name, history_events
 
 ROOT = paths.REPO_ROOT
 READERS = [*sorted((ROOT / "engine").rglob("*.py")), *sorted((ROOT / "pages").glob("*.py"))]
 
 
-def is_ev(node: ast.AST) -> bool:
-    """`ev`, `x.get("ev")` or `x["ev"]`: an event's name read from a history line."""
+def is_ev(node: ast.AST, field: str = "ev") -> bool:
+    """`ev`, `x.get("ev")` or `x["ev"]`: an event's name read from a history line (or the
+    same of another field: "kind")."""
     if isinstance(node, ast.Name):
-        return node.id == "ev"
+        return node.id == field
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-        return node.func.attr == "get" and bool(node.args) and _is_text(node.args[0], "ev")
+        return node.func.attr == "get" and bool(node.args) and _is_text(node.args[0], field)
     if isinstance(node, ast.Subscript):
-        return _is_text(node.slice, "ev")
+        return _is_text(node.slice, field)
     return False
 
 
@@ -46,11 +47,12 @@ def compared_names(source: str) -> set[str]:
     return found
 
 
-def bare_names(source: str) -> set[str]:
-    """The strings (not Event members) an event's name is compared with in `source`."""
+def bare_names(source: str, field: str = "ev") -> set[str]:
+    """The strings (not members) that a line's `field` (its event's name, or a record's kind)
+    is compared with in `source`."""
     found: set[str] = set()
     for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.Compare) and is_ev(node.left):
+        if isinstance(node, ast.Compare) and is_ev(node.left, field):
             for other in node.comparators:
                 items = other.elts if isinstance(other, ast.Tuple | ast.List | ast.Set) else [other]
                 found |= {
@@ -78,6 +80,20 @@ def test_every_name_a_reader_compares_with_is_a_member():
         if name not in set(Event)
     }
     assert not unknown, sorted(unknown)
+
+
+def test_every_record_kind_has_words_and_no_reader_names_one_bare():
+    """The nemesis's and the proxy's record kinds are members with the room's words, and the
+    engine and the pages compare a record's `kind` with members, not bare names."""
+    assert set(RECORD_WORDS) == set(NemesisRecord)
+    assert set(PROXY_WORDS) == set(ProxyRecord)
+    records = set(NemesisRecord) | set(ProxyRecord)
+    bare = {
+        f"{path.relative_to(ROOT)}: {name}"
+        for path in READERS
+        for name in bare_names(path.read_text(), "kind") & records
+    }
+    assert not bare, sorted(bare)
 
 
 def test_the_java_roles_events_are_made_from_this_enum():

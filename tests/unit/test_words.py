@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from engine import faults, paths, words
-from engine.events import Event
+from engine.events import Event, NemesisRecord, ProxyRecord
 from engine.scenario import Fault
 
 ENGINE = paths.REPO_ROOT / "engine"
@@ -49,15 +49,19 @@ def calls(path: Path, method: str) -> list[ast.Call]:
     ]
 
 
+NAMES = {"Event": Event, "NemesisRecord": NemesisRecord, "ProxyRecord": ProxyRecord}
+
+
 def event_name(node: ast.AST) -> str | None:
-    """The event a node names: a member, `Event.SEND` ("send"), or a bare string ("send")."""
+    """The name a node gives: a member (`Event.SEND` is "send", `NemesisRecord.ISR` "isr"),
+    or a bare string."""
     if (
         isinstance(node, ast.Attribute)
         and isinstance(node.value, ast.Name)
-        and node.value.id == "Event"
-        and node.attr in Event.__members__
+        and (names := NAMES.get(node.value.id)) is not None
+        and node.attr in names.__members__
     ):
-        return Event[node.attr].value
+        return names[node.attr].value
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
         return node.value
     return None
@@ -141,7 +145,11 @@ def test_every_fault_kind_has_words():
     or the runner writes has its words in engine.words.RECORD_WORDS."""
     kinds = set(faults.KINDS) | constant_names(FAULT_RECORDERS, "record")
     for path in FAULT_RECORDERS:  # nemesis lines written with kind=... directly
-        kinds |= set(re.findall(r'kind="([a-z-]+)"', path.read_text()))
+        text = path.read_text()
+        kinds |= set(re.findall(r'kind="([a-z-]+)"', text))
+        kinds |= {
+            NemesisRecord[m].value for m in re.findall(r"kind=NemesisRecord\.([A-Z_]+)", text)
+        }
     kinds -= {"postgres", "sqlite"}  # the idempotency key's database, not a fault
     assert "crash-skipped" in kinds and "node-ready" in kinds  # the scan reaches the kinds' files
     missing = sorted(
