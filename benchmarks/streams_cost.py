@@ -4,7 +4,7 @@
     .venv/bin/python -m benchmarks.streams_cost --messages 5000 --rounds 1
 
 Seed 003 says exactly-once costs Kafka Streams "about 3-5% throughput" against at least
-once. This runs the lab's own Streams application (lab.roles.StreamsProcessor, the one the
+once. This runs the lab's own Streams application (lab.streams.StreamsProcessor, the one the
 streams scenarios run: a state store with its changelog, one result per payment) on a
 1-node embedded cluster, with no fault, at each `processing.guarantee` and its default
 commit interval (30 s and 100 ms). Each round and guarantee, in shuffled order, gets a

@@ -1,6 +1,6 @@
 """What the card says about the producer's client, from the run's own evidence.
 
-The Java producer (lab.roles.JavaProducer) records the settings its client resolved (the
+The Java producer (lab.producer.JavaProducer) records the settings its client resolved (the
 `start` event's `effective`, defaults included), the exception class each failed message's
 callback got, and the error a lost epoch came back as. Where those differ from what librdkafka
 does under the same fault (docs/java-client.md, measured in

@@ -115,17 +115,17 @@ class ProxyRecord(StrEnum):
 
 
 def java_source() -> str:
-    """java/src/main/java/lab/roles/Events.java: the same names for the Java roles, made from
+    """java/src/main/java/lab/common/Events.java: the same names for the Java roles, made from
     this enum (`python -m engine.events --java`); tests/unit/test_events.py keeps it current."""
-    lines = [f'  static final String {e.name} = "{e.value}";' for e in Event]
+    lines = [f'  public static final String {e.name} = "{e.value}";' for e in Event]
     return (
-        "package lab.roles;\n\n"
+        "package lab.common;\n\n"
         "/**\n"
         " * Every event a history line can carry, as engine/events.py names them. Made by "
         "{@code python -m\n"
         " * engine.events --java}; do not edit.\n"
         " */\n"
-        "final class Events {\n"
+        "public final class Events {\n"
         "  private Events() {}\n\n" + "\n".join(lines) + "\n}\n"
     )
 
@@ -137,6 +137,6 @@ if __name__ == "__main__":
 
     if sys.argv[1:] != ["--java"]:
         raise SystemExit("usage: python -m engine.events --java")
-    target = paths.REPO_ROOT / "java/src/main/java/lab/roles/Events.java"
+    target = paths.REPO_ROOT / "java/src/main/java/lab/common/Events.java"
     target.write_text(java_source())
     print(f"wrote {target}")

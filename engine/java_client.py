@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 Client = Literal["librdkafka", "java"]
 CLIENTS: tuple[Client, ...] = ("librdkafka", "java")
-JAVA_PRODUCER_MAIN = "lab.roles.JavaProducer"
+JAVA_PRODUCER_MAIN = "lab.producer.JavaProducer"
 
 # librdkafka names (or their aliases) whose Java name differs.
 RENAMED: dict[str, str] = {

@@ -165,7 +165,7 @@ def spawn_command(
     **popen: Any,
 ) -> subprocess.Popen:
     """Any program as a leashed child. The kernel's signal (1) and the listing (3) hold for
-    it; the owner check (2) is the program's own (a Java role: lab.roles.Leash)."""
+    it; the owner check (2) is the program's own (a Java role: lab.common.Leash)."""
     token = owner_token()
     child_env = {**(env if env is not None else os.environ), OWNER_ENV: token}
     child: subprocess.Popen = _SPAWNER.call(

@@ -135,7 +135,7 @@ IDEMPOTENCY_KEY = Level(
     extra={"dedup store": "SQLite, one row per message id (INSERT ... ON CONFLICT DO NOTHING)"},
 )
 
-# Kafka Streams (java/src/main/java/lab/roles/StreamsProcessor.java, engine/streams.py): the
+# Kafka Streams (java/src/main/java/lab/streams/StreamsProcessor.java, engine/streams.py): the
 # same application at both levels, one setting apart. `producer` is what Kafka Streams (read
 # in 4.1.2 and 4.4.0) sets on its own producer (StreamsConfig's PRODUCER_DEFAULT_OVERRIDES and, at
 # exactly_once_v2, PRODUCER_EOS_OVERRIDES); the role records the full effective set.

@@ -1,6 +1,6 @@
 """The Kafka Streams processor role: its spec, and the truth its state store is judged by.
 
-The role itself is Java (java/src/main/java/lab/roles/StreamsProcessor.java), a real Kafka
+The role itself is Java (java/src/main/java/lab/streams/StreamsProcessor.java), a real Kafka
 Streams application at the lab's Kafka version (engine/paths.py), built by the lab's setup
 (engine/java_roles.py) and run as its own OS process on the same leash as the Python roles,
 so a crash is a real SIGKILL of the JVM.
@@ -29,7 +29,7 @@ from engine.scenario import Scenario
 if TYPE_CHECKING:  # named in annotations only: no run-time dependency
     from engine.cluster.base import Cluster
 
-STREAMS_MAIN = "lab.roles.StreamsProcessor"
+STREAMS_MAIN = "lab.streams.StreamsProcessor"
 # Accounts the payments are spread over (id % ACCOUNTS): 30 payments make 3 per account.
 ACCOUNTS = 10
 # Over-counted accounts named one by one in the evidence; the rest are summed up.

@@ -1,4 +1,4 @@
-"""The Java producer (lab.roles.JavaProducer, kafka-clients at the lab's Kafka version) under
+"""The Java producer (lab.producer.JavaProducer, kafka-clients at the lab's Kafka version) under
 a lost ack, on a real broker, beside librdkafka: the same scenario file, the same checker,
 kcat's counts.
 

@@ -49,7 +49,7 @@ from tests.kafkatools import kcat_values, unique
 pytestmark = pytest.mark.timeout(600)
 
 LIBRDKAFKA, JAVA = "librdkafka", "java"
-JAVA_WORKER = "lab.roles.JavaShareWorker"
+JAVA_WORKER = "lab.share.JavaShareWorker"
 OLDER = "4.1.2"  # the last release before share groups were on by default (4.2)
 RECORDS = 10
 

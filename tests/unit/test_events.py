@@ -99,7 +99,7 @@ def test_every_record_kind_has_words_and_no_reader_names_one_bare():
 def test_the_java_roles_events_are_made_from_this_enum():
     """java/.../Events.java is `python -m engine.events --java`'s output, and no Java role
     writes an event by a bare string."""
-    made = ROOT / "java/src/main/java/lab/roles/Events.java"
+    made = ROOT / "java/src/main/java/lab/common/Events.java"
     assert made.read_text() == java_source(), "run `python -m engine.events --java`"
     for path in sorted((ROOT / "java/src/main/java").rglob("*.java")):
         assert not re.search(r'\.write\(\s*"', path.read_text()), path.name

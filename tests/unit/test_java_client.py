@@ -103,8 +103,8 @@ def test_a_java_run_starts_the_java_role_with_the_translated_settings(tmp_path):
     run = LevelRun(scenario, LEVELS["at-least-once"], ExternalCluster("127.0.0.1:1"), "r", tmp_path)
     assert run.producer_spec([1])["config"] == to_java(LEVELS["at-least-once"].producer).config
     assert any("Java client" in note for note in run.notes)
-    assert JAVA_PRODUCER_MAIN == "lab.roles.JavaProducer"
-    assert (REPO_ROOT / "java/src/main/java/lab/roles/JavaProducer.java").is_file()
+    assert JAVA_PRODUCER_MAIN == "lab.producer.JavaProducer"
+    assert (REPO_ROOT / "java/src/main/java/lab/producer/JavaProducer.java").is_file()
     librdkafka = LevelRun(
         load_scenario(REPO_ROOT / "scenarios" / "ack-loss.yaml"),
         LEVELS["at-least-once"],

@@ -3,6 +3,7 @@ counting), run by Maven here so that `./lab test` runs them; the setup's build s
 
 from __future__ import annotations
 
+import re
 import subprocess
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -97,3 +98,24 @@ def test_the_java_roles_are_formatted_by_google_java_format() -> None:
     )
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout.strip() == "", f"not formatted: {result.stdout.split()}"
+
+
+def java_lab_imports(source: str) -> set[str]:
+    """The lab's packages a Java file imports (`import lab.common.History;` -> "common")."""
+    return set(re.findall(r"^import (?:static )?lab\.(\w+)\.", source, re.M))
+
+
+def test_the_java_packages_keep_their_house_rules() -> None:
+    """lab.common imports no other package of the lab; a role's package imports only
+    lab.common (docs/architecture.md, the Java roles' table)."""
+    broken = []
+    for path in sorted((JAVA_POM.parent / "src").rglob("*.java")):
+        own = path.parent.name
+        allowed = {own} if own == "common" else {own, "common"}
+        if extra := java_lab_imports(path.read_text()) - allowed:
+            broken.append(f"{path.relative_to(JAVA_POM.parent)} imports lab.{', lab.'.join(extra)}")
+    assert not broken, broken
+    assert java_lab_imports("import lab.streams.Payments;\nimport lab.common.History;\n") == {
+        "streams",
+        "common",
+    }

@@ -14,7 +14,7 @@ from engine.levels import LEVELS, STREAMS_LEVELS
 from engine.scenario import ScenarioError, parse_scenario, scenarios_dir
 from engine.streams import AccountTotals
 
-PAYMENTS_JAVA = paths.REPO_ROOT / "java/src/main/java/lab/roles/Payments.java"
+PAYMENTS_JAVA = paths.REPO_ROOT / "java/src/main/java/lab/streams/Payments.java"
 
 
 def test_thirty_payments_make_three_per_account():

@@ -27,7 +27,7 @@ HISTORY_WRITERS = [
     ENGINE / "level_run.py",
     ENGINE / "freeplay.py",
 ]
-# The Java roles (java/src/main/java/lab/roles/) write the same history through History.java.
+# The Java roles (java/src/main/java/lab/) write the same history through History.java.
 JAVA_WRITERS = sorted((paths.REPO_ROOT / "java" / "src" / "main" / "java").rglob("*.java"))
 FAULT_RECORDERS = [
     *sorted((ENGINE / "faults").glob("*.py")),

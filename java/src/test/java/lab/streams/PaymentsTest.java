@@ -1,4 +1,4 @@
-package lab.roles;
+package lab.streams;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 

@@ -1,8 +1,11 @@
-package lab.roles;
+package lab.streams;
 
 import java.util.HashSet;
 import java.util.Map;
 import java.util.Set;
+import lab.common.Events;
+import lab.common.FailPoint;
+import lab.common.History;
 
 /**
  * The Streams role's record: the shared {@link History} (which also stops the role at its fault

@@ -1,4 +1,4 @@
-package lab.roles;
+package lab.common;
 
 import java.io.IOException;
 import java.nio.file.Files;

@@ -1,4 +1,4 @@
-package lab.roles;
+package lab.share;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
@@ -9,6 +9,12 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.Properties;
 import java.util.Set;
+import lab.common.Events;
+import lab.common.FailPoint;
+import lab.common.History;
+import lab.common.Leash;
+import lab.common.Sigterm;
+import lab.common.Spec;
 import org.apache.kafka.clients.consumer.AcknowledgeType;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.ConsumerRecords;

@@ -1,4 +1,4 @@
-package lab.roles;
+package lab.common;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
 import java.io.FileOutputStream;

@@ -1,4 +1,4 @@
-package lab.roles;
+package lab.common;
 
 import java.util.function.BooleanSupplier;
 
@@ -7,14 +7,14 @@ import java.util.function.BooleanSupplier;
  * tells the role to stop, then gives its main thread up to 8 s to finish the current step and write
  * {@code done}.
  */
-final class Sigterm {
+public final class Sigterm {
   private Sigterm() {}
 
   /**
    * Call from the main thread. {@code finished} says the main thread is past its work: it may be in
    * System.exit, which runs this hook and would wait for it, so the hook must not wait back.
    */
-  static void finishMainFirst(Runnable stop, BooleanSupplier finished) {
+  public static void finishMainFirst(Runnable stop, BooleanSupplier finished) {
     Thread main = Thread.currentThread();
     Runtime.getRuntime()
         .addShutdownHook(

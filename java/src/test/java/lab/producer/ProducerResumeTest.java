@@ -1,4 +1,4 @@
-package lab.roles;
+package lab.producer;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -11,6 +11,7 @@ import java.nio.file.Path;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import lab.common.History;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 

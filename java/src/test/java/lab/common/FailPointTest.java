@@ -1,4 +1,4 @@
-package lab.roles;
+package lab.common;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;

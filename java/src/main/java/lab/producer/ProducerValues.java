@@ -1,4 +1,4 @@
-package lab.roles;
+package lab.producer;
 
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.ObjectMapper;

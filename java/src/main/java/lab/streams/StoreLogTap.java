@@ -1,4 +1,4 @@
-package lab.roles;
+package lab.streams;
 
 import java.io.ByteArrayOutputStream;
 import java.io.OutputStream;
@@ -9,6 +9,8 @@ import java.util.Map;
 import java.util.Set;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
+import lab.common.Events;
+import lab.common.History;
 
 /**
  * What Kafka Streams made of the state store it found on disk, as {@code store_checked} events.

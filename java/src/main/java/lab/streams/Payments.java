@@ -1,4 +1,4 @@
-package lab.roles;
+package lab.streams;
 
 /**
  * What a payment is, from its message id alone: the input values carry only an id, so the account

@@ -1,8 +1,10 @@
-package lab.roles;
+package lab.streams;
 
 import java.util.Map;
 import java.util.TreeMap;
 import java.util.concurrent.Future;
+import lab.common.Events;
+import lab.common.History;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.consumer.CommitFailedException;
 import org.apache.kafka.clients.consumer.Consumer;

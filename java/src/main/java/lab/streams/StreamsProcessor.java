@@ -1,4 +1,4 @@
-package lab.roles;
+package lab.streams;
 
 import java.io.IOException;
 import java.io.InputStream;
@@ -7,6 +7,11 @@ import java.util.Map;
 import java.util.Properties;
 import java.util.TreeMap;
 import java.util.concurrent.CountDownLatch;
+import lab.common.Events;
+import lab.common.FailPoint;
+import lab.common.History;
+import lab.common.Leash;
+import lab.common.Spec;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.errors.FencedInstanceIdException;

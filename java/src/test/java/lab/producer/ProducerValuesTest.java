@@ -1,4 +1,4 @@
-package lab.roles;
+package lab.producer;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;

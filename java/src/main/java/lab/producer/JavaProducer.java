@@ -1,4 +1,4 @@
-package lab.roles;
+package lab.producer;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -10,6 +10,12 @@ import java.util.Map;
 import java.util.Properties;
 import java.util.Set;
 import java.util.concurrent.atomic.AtomicInteger;
+import lab.common.Events;
+import lab.common.FailPoint;
+import lab.common.History;
+import lab.common.Leash;
+import lab.common.Sigterm;
+import lab.common.Spec;
 import org.apache.kafka.clients.producer.Callback;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
