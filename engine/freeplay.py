@@ -51,6 +51,7 @@ from engine.judge import LevelResult
 from engine.level_run import every_level_nemesis
 from engine.levels import CORE_LEVELS, LEVELS
 from engine.nemesis import Nemesis
+from engine.progress import Step
 from engine.runner import LevelRun, new_run_id
 from engine.scenario import Fault, Scenario, Workload
 
@@ -344,8 +345,8 @@ class FreePlay:
         candidates = [n for n in self.cluster.node_ids if n != controller]
         return (candidates or self.cluster.node_ids)[0]
 
-    def _progress(self, what: str) -> None:
-        self.stage = what
+    def _progress(self, step: Step) -> None:
+        self.stage = str(step)
 
     def _drive(self) -> None:
         while not self._stop.is_set() and time.time() < (self.deadline or 0.0):

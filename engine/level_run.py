@@ -44,6 +44,7 @@ from engine.nemesis import (
     reaches_beyond_level,
 )
 from engine.processes import RoleProcess
+from engine.progress import CREATING_TOPICS, Step
 from engine.proxy.control import read_events
 from engine.replica_watches import ReplicaWatches, WatchedTopic
 from engine.scenario import Fault, Scenario
@@ -77,7 +78,6 @@ def sink_isolation(level: Level) -> str:
 
 
 # The step a level reports while it makes its topics; its next step means they exist.
-CREATING_TOPICS = "creating topics"
 
 
 def judged_topic_name(run_id: str, level: str, pipeline: str) -> str:
@@ -269,7 +269,7 @@ class LevelRun:
     # ---- the run -----------------------------------------------------------------------
     def prepare(
         self,
-        progress: Callable[[str], None],
+        progress: Callable[[Step], None],
         *,
         leader: int | None = None,
         spare: int | None = None,
@@ -283,7 +283,7 @@ class LevelRun:
         """
         sc, workload = self.scenario, self.scenario.workload
         direct = self.cluster.direct_bootstrap
-        progress(f"{self.level.title}: {CREATING_TOPICS}")
+        progress(Step(CREATING_TOPICS, self.level.name))
         assignment = None
         if leader is None and sc.shared_faults:  # the same placement, one level at a time too
             leader, spare = calm_leader(self.cluster)
@@ -339,11 +339,11 @@ class LevelRun:
             ),
         )
 
-    def run(self, progress: Callable[[str], None]) -> LevelResult:
+    def run(self, progress: Callable[[Step], None]) -> LevelResult:
         sc = self.scenario
         self.prepare(progress)
         if sc.pipeline == "processor":
-            progress(f"{self.level.title}: writing {len(self.ledger)} input messages")
+            progress(Step(f"writing {len(self.ledger)} input messages", self.level.name))
             source = self.start_role(
                 "source", "producer", self.producer_spec(self.ledger, clean=True)
             )
@@ -358,7 +358,7 @@ class LevelRun:
             self.start_role("producer", "producer", self.producer_spec(self.ledger))
         else:
             self.start_processor()
-        progress(f"{self.level.title}: running")
+        progress(Step("running", self.level.name))
         try:
             self._drive(nemesis)
         finally:
@@ -513,7 +513,7 @@ class LevelRun:
             for p, o in sorted(offsets.items())
         ]
 
-    def finish(self, progress: Callable[[str], None]) -> LevelResult:
+    def finish(self, progress: Callable[[Step], None]) -> LevelResult:
         """Read the judged topic back, stop everyone, judge (engine.judge), keep the files."""
         read = self.read_back(progress)
         for process in self.processes:
@@ -529,7 +529,7 @@ class LevelRun:
         record.write_verdicts(self.folder, judged.verdicts)
         return judged.result
 
-    def read_back(self, progress: Callable[[str], None]) -> ReadBack:
+    def read_back(self, progress: Callable[[Step], None]) -> ReadBack:
         """The judged topic at both isolations, once every transaction on it has ended."""
         direct = self.cluster.direct_bootstrap
         partitions = self.scenario.workload.partitions
@@ -540,18 +540,18 @@ class LevelRun:
         if reaches_beyond_level(self.scenario.faults):
             # Brokers were hurt: read once every replica is back in sync, or the high
             # watermark may not have caught up with what the leader holds.
-            progress(f"{self.level.title}: waiting until every replica is back in sync")
+            progress(Step("waiting until every replica is back in sync", self.level.name))
             in_sync = admin.wait_for_full_isr(direct, self.judged_topic, timeout=60.0)
         if self.scenario.watch_elr:
             self._record_replication_evidence()
-        progress(f"{self.level.title}: waiting until no transaction is open on the topic")
+        progress(Step("waiting until no transaction is open on the topic", self.level.name))
         txn_timeout_s = (
             int(producer_config(self.scenario, self.level).get("transaction.timeout.ms", 60000))
             / 1000.0
         )
         waited_s = txn_timeout_s + TXN_ABORT_SCAN_S
         still_open = open_transactions(direct, self.judged_topic, partitions, waited_s)
-        progress(f"{self.level.title}: reading the topic back")
+        progress(Step("reading the topic back", self.level.name))
         at_level = read_topic(direct, self.judged_topic, self.isolation, partitions)
         committed = (
             at_level

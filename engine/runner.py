@@ -37,13 +37,12 @@ from engine.nemesis import (
     reaches_beyond_level,
 )
 from engine.processes import RoleProcess, exit_words
+from engine.progress import Progress, Step
 from engine.replica_watches import ReplicaWatches
 from engine.scenario import Scenario
 
 __all__ = ["LevelRun", "RunFailed", "producer_config", "run_scenario", "schedule_of"]
 
-
-Progress = Callable[[str, float], None]  # (what is happening, fraction of the run done)
 
 # How a run's levels share time (schedule_of).
 Schedule = Literal["side-by-side", "shared-faults", "one-at-a-time"]
@@ -136,11 +135,11 @@ def run_scenario(
         else:
             for index, name in enumerate(runnable):
 
-                def step(what: str, i: int = index) -> None:
+                def step(what: Step, i: int = index) -> None:
                     report(what, i / len(runnable))
 
                 results[name] = _run_level(scenario, cluster, run_id, folder, name, step)
-        report("done", 1.0)
+        report(Step("done"), 1.0)
     except BaseException as exc:
         reason = str(exc) if isinstance(exc, LabError) else f"{type(exc).__name__}: {exc}"
         record.finish_run(folder, status="failed", reason=reason, results=results)
@@ -181,7 +180,7 @@ def _run_level(
     run_id: str,
     folder: Path,
     name: str,
-    step: Callable[[str], None],
+    step: Callable[[Step], None],
 ) -> LevelResult:
     level_run = LevelRun(scenario, LEVELS[name], cluster, run_id, folder)
     try:
@@ -208,7 +207,7 @@ def _run_side_by_side(
     finished: set[str] = set()
     lock = threading.Lock()
 
-    def step(what: str) -> None:
+    def step(what: Step) -> None:
         with lock:
             report(what, len(finished) / len(chosen))
 
@@ -220,7 +219,7 @@ def _run_side_by_side(
         for future in as_completed(names):
             with lock:
                 finished.add(names[future])
-                report(f"{LEVELS[names[future]].title}: judged", len(finished) / len(chosen))
+                report(Step("judged", names[future]), len(finished) / len(chosen))
     _gather({name: future for future, name in names.items()}, chosen, results)
 
 
@@ -258,7 +257,7 @@ def _run_shared_faults(
     judged: set[str] = set()
     lock = threading.Lock()
 
-    def step(what: str) -> None:
+    def step(what: Step) -> None:
         with lock:
             report(what, len(judged) / len(chosen))
 
@@ -275,7 +274,7 @@ def _run_shared_faults(
 
         with ThreadPoolExecutor(max_workers=len(runs)) as pool:
             producers = [done.result() for done in [pool.submit(prepare, r) for r in runs]]
-        step("waiting for every producer to start")
+        step(Step("waiting for every producer to start"))
         _wait_for_event(producers, "ready", timeout=60.0)
         started = time.time()
         # Every level's judged topic has the same leader (the lab's placement).
@@ -293,7 +292,7 @@ def _run_shared_faults(
                     f"The levels ({together}) ran at the same time, their partitions on the "
                     "same nodes, and this scenario's broker faults struck them all at once."
                 )
-            step(f"{level_run.level.title}: running")
+            step(Step("running", level_run.level.name))
         # As a level alone starts its watches (LevelRun._drive): once the run is under way,
         # and closed whatever happens next (an ElrWatch left running starts a JVM every 5 s).
         watches = replica_watches(nemesis, runs)
@@ -309,7 +308,7 @@ def _run_shared_faults(
             finally:
                 with lock:
                     judged.add(level_run.level.name)
-                step(f"{level_run.level.title}: judged")
+                step(Step("judged", level_run.level.name))
 
         with ThreadPoolExecutor(max_workers=len(runs), thread_name_prefix=run_id) as pool:
             futures = {r.level.name: pool.submit(finish, r) for r in runs}

@@ -14,10 +14,9 @@ import streamlit as st
 from engine import record, settings
 from engine.cluster import Cluster
 from engine.errors import LabError
-from engine.level_run import CREATING_TOPICS
-from engine.levels import LEVELS
 from engine.live import RunWatch
 from engine.nemesis import BROKER_FAULTS, reaches_beyond_level
+from engine.progress import CREATING_TOPICS, Step
 from engine.runner import new_run_id, run_scenario, schedule_of
 from engine.scenario import Scenario
 from pages._follow import Broadcast, proxy_start, room_feed
@@ -28,9 +27,6 @@ from pages._run_view import scroll_to_key
 from pages._shared import ClusterService, show_error
 
 POLL_S = 0.3  # the live view reads the history files this often
-
-
-TITLES = {level.title: name for name, level in LEVELS.items()}
 
 
 @dataclass
@@ -46,12 +42,11 @@ class RunJob:
     # make them at the same moment): Spark's queries start then (follow).
     topics_made: threading.Event = field(default_factory=threading.Event)
 
-    def progress(self, what: str, fraction: float) -> None:
+    def progress(self, step: Step, fraction: float) -> None:
         """run_scenario's callback, from the run's threads; the script thread draws it."""
-        self.stage, self.fraction = what, fraction
-        title, _, step = what.partition(": ")  # "At least once: running"
-        if step and title in TITLES:
-            self.stages = {**self.stages, TITLES[title]: step}
+        self.stage, self.fraction = str(step), fraction
+        if step.level is not None:
+            self.stages = {**self.stages, step.level: step.what}
             if CREATING_TOPICS not in self.stages.values():
                 self.topics_made.set()
 

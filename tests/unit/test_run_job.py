@@ -6,32 +6,39 @@ RunJob (pages._run_control) reads the levels' steps as run_scenario reports them
 
 from __future__ import annotations
 
-from engine.level_run import CREATING_TOPICS
+from engine.progress import CREATING_TOPICS, Step
 from pages._run_control import RunJob
 
 
-def steps(job: RunJob, *reported: str) -> bool:
-    for what in reported:
-        job.progress(what, 0.0)
+def steps(job: RunJob, *reported: Step) -> bool:
+    for step in reported:
+        job.progress(step, 0.0)
     return job.topics_made.is_set()
+
+
+AMO, ALO = "at-most-once", "at-least-once"
 
 
 def test_side_by_side_the_queries_wait_for_every_levels_topics() -> None:
     job = RunJob(stage="Starting")
-    assert not steps(job, "Starting", f"At most once: {CREATING_TOPICS}")
-    assert not steps(job, f"At least once: {CREATING_TOPICS}")
+    assert not steps(job, Step("Starting"), Step(CREATING_TOPICS, AMO))
+    assert not steps(job, Step(CREATING_TOPICS, ALO))
     # One level has its topics, the other is still making them: not yet.
-    assert not steps(job, "At most once: running")
-    assert steps(job, "At least once: running")
+    assert not steps(job, Step("running", AMO))
+    assert steps(job, Step("running", ALO))
+    assert job.stages == {AMO: "running", ALO: "running"}
+    assert job.stage == "At least once: running"  # the words the page shows
 
 
 def test_one_level_at_a_time_the_first_levels_topics_are_enough() -> None:
     job = RunJob(stage="Starting")
-    assert steps(job, f"At most once: {CREATING_TOPICS}", "At most once: running")
+    assert steps(job, Step(CREATING_TOPICS, AMO), Step("running", AMO))
     # Later levels make theirs while the queries run: each new topic is read from its start.
-    assert steps(job, f"At least once: {CREATING_TOPICS}")
+    assert steps(job, Step(CREATING_TOPICS, ALO))
 
 
 def test_steps_that_are_no_levels_do_not_count() -> None:
     job = RunJob(stage="Starting")
-    assert not steps(job, "Waiting for the cluster: free", "waiting for every producer", "done")
+    assert not steps(
+        job, Step("Waiting for the cluster: free"), Step("waiting for every producer"), Step("done")
+    )
