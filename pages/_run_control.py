@@ -14,8 +14,8 @@ import streamlit as st
 from engine import record, settings
 from engine.cluster import Cluster
 from engine.errors import LabError
+from engine.faults import beyond_level_words
 from engine.live import RunWatch
-from engine.nemesis import BROKER_FAULTS, reaches_beyond_level
 from engine.progress import CREATING_TOPICS, Step
 from engine.runner import new_run_id, run_scenario, schedule_of
 from engine.scenario import Scenario
@@ -54,9 +54,7 @@ class RunJob:
 @contextmanager
 def cluster_use(service: ClusterService, scenario: Scenario) -> Iterator[None]:
     """The cluster alone for faults that hit every client on it, shared otherwise."""
-    kinds = {f.kind for f in scenario.faults}
-    if reaches_beyond_level(list(scenario.faults)):
-        what = "brokers" if kinds & BROKER_FAULTS else "the whole network"
+    if what := beyond_level_words(list(scenario.faults)):
         with service.exclusive(f"{scenario.name} is hurting {what}"):
             yield
     else:

@@ -165,6 +165,16 @@ def reaches_beyond_level(faults: list[Fault]) -> bool:
     return any(kind_of(f.kind).reach != "level" for f in faults)
 
 
+def beyond_level_words(faults: list[Fault]) -> str | None:
+    """What a scenario's faults hurt beyond its own levels, in the room's words ("brokers",
+    "the whole network"), or None if each fault stays within its level: a run that hurts
+    more needs the cluster alone."""
+    if not reaches_beyond_level(faults):
+        return None
+    brokers = any(kind_of(f.kind).reach == "brokers" for f in faults)
+    return "brokers" if brokers else "the whole network"
+
+
 def takes_leader_away(record: dict[str, Any]) -> bool:
     """Whether a nemesis record is a fault that took the partition's leader away."""
     kind = KINDS.get(str(record.get("kind"))) if record.get("source") != "proxy" else None

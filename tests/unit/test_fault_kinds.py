@@ -402,3 +402,12 @@ def test_own_parameters_may_not_shadow_the_shared_ones(tmp_path, monkeypatch):
     path, package = _package(tmp_path, "kinds_shadow", {"squeak.py": shadowing})
     with pytest.raises(TypeError, match="own parameters the shared ones already name: ms"):
         discover(path, package)
+
+
+def test_what_a_scenarios_faults_hurt_beyond_its_levels_is_said_from_their_reach():
+    """The page asks the cluster alone with these words (pages/_run_control.cluster_use)."""
+    assert faults.beyond_level_words([faults.Fault(kind="crash")]) is None
+    assert faults.beyond_level_words([faults.Fault(kind="kill-leader")]) == "brokers"
+    wide = faults.Fault(kind=sorted(faults.PROXY_WIDE_FAULTS)[0], duration_s=1.0)
+    assert faults.beyond_level_words([faults.Fault(kind="crash"), wide]) == "the whole network"
+    assert faults.beyond_level_words([wide, faults.Fault(kind="kill-leader")]) == "brokers"
