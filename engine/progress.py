@@ -23,10 +23,6 @@ class Step:
     what: str
     level: str | None = None
 
-    @property
-    def making_topics(self) -> bool:
-        return self.what == CREATING_TOPICS
-
     def __str__(self) -> str:
         return f"{LEVELS[self.level].title}: {self.what}" if self.level else self.what
 
