@@ -18,7 +18,7 @@ import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -36,6 +36,7 @@ from engine.scenario import (
     load_scenario,
     meets,
     with_client,
+    with_sink_isolation,
 )
 
 
@@ -197,11 +198,16 @@ def check_placeholders(text: str, what: str) -> None:
 
 class WhatIf(BaseModel):
     """The step run another way the scenario allows, beside the room's run: the contrast a
-    class asks for ("and on the Java client?"). The page offers it after the verdict."""
+    class asks for ("and on the Java client?", "and a read_uncommitted reader?"). The page
+    offers it after the verdict."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     label: str = Field(min_length=1)  # "What if {label}?", e.g. "the producer were Java's"
-    client: str = "java"  # the producer client the what-if run uses (engine.java_client)
+    # What the what-if run changes, one or both: the producer's client (engine.java_client),
+    # and the isolation.level every level's downstream consumer reads at (an application's
+    # choice, Scenario.sink_isolation).
+    client: Literal["librdkafka", "java"] | None = None
+    sink_isolation: Literal["read_committed", "read_uncommitted"] | None = None
     # Its own explanation, `{level.field}` counts filled from the what-if run; unset, the
     # scenario's on_java note (what that file says the Java producer does).
     explain: str | None = None
@@ -210,8 +216,20 @@ class WhatIf(BaseModel):
 
     @model_validator(mode="after")
     def _cites_counts(self) -> WhatIf:
+        if self.client is None and self.sink_isolation is None:
+            raise ValueError("a what-if changes something: name its client or sink_isolation")
+        if self.explain is None and self.client != "java":
+            raise ValueError("a what-if other than the Java client's needs its own explain")
         check_placeholders(self.explain or "", "the what-if's explanation")
         return self
+
+    def change(self, scenario: Scenario) -> Scenario:
+        """`scenario` as the what-if runs it (ScenarioError if it cannot run so)."""
+        if self.client is not None:
+            scenario = with_client(scenario, self.client)
+        if self.sink_isolation is not None:
+            scenario = with_sink_isolation(scenario, self.sink_isolation)
+        return scenario
 
     def contradicted(self, results: dict[str, Any]) -> list[Condition]:
         return [c for c in self.claims if c.holds(results) is not True]
@@ -266,7 +284,7 @@ class Step(BaseModel):
         assert self.what_if is not None
         try:
             scenario = load_scenario(list_scenarios()[self.scenario])
-            changed = with_client(scenario, self.what_if.client)
+            changed = self.what_if.change(scenario)
         except LabError as exc:
             raise ValueError(f"the what-if cannot run: {exc}") from None
         if self.what_if.explain is None and scenario.on_java is None:

@@ -72,9 +72,10 @@ class RunFailed(LabError):
     """A run that could not finish; it is recorded as failed with the reason."""
 
 
-def sink_isolation(level: Level) -> str:
-    """The isolation level the level's sink reads at (its consumer's isolation.level)."""
-    return str(level.consumer.get("isolation.level", "read_uncommitted"))
+def sink_isolation(level: Level, chosen: str | None = None) -> str:
+    """The isolation level the level's sink reads at (its consumer's isolation.level), or
+    the one the scenario chose for every sink (Scenario.sink_isolation)."""
+    return str(level.sink_config(chosen).get("isolation.level", "read_uncommitted"))
 
 
 # The step a level reports while it makes its topics; its next step means they exist.
@@ -117,7 +118,8 @@ class LevelRun:
         self.input_topic = f"{prefix}.in"
         self.output_topic = f"{prefix}.out"
         self.judged_topic = judged_topic_name(run_id, level.name, scenario.pipeline)
-        self.isolation = sink_isolation(level)
+        self.sink_config = level.sink_config(scenario.sink_isolation)
+        self.isolation = sink_isolation(level, scenario.sink_isolation)
         self.ledger = list(range(scenario.workload.messages))
         self.processes: list[RoleProcess] = []
         self.nemesis_history = HistoryWriter(self.folder / record.NEMESIS_HISTORY, "nemesis")
@@ -318,7 +320,7 @@ class LevelRun:
             "group": f"{self.run_id}-{self.level.name}-sink",
             "topic": self.judged_topic,
             "partitions": self.scenario.workload.partitions,
-            "config": self.level.consumer,
+            "config": self.sink_config,
             # The idempotency-key level's sink applies each id once, keyed in a database.
             "dedup_store": self.dedup_store(),
         }
@@ -585,7 +587,7 @@ class LevelRun:
             started_at=self.started_at,
             duration_s=round(time.time() - self.started_at, 2),
             producer_config=self.producer_settings.config,
-            consumer_config=self.level.consumer,
+            consumer_config=self.sink_config,
             notes=list(self.notes),
         )
 
@@ -677,6 +679,8 @@ class LevelRun:
             return f"a {self.isolation} reader of a transactional producer"
         if (auto := self.scenario.auto_commit) is not None:
             return f"its processor auto-commits every {auto.interval_ms} ms"
+        if self.isolation != sink_isolation(self.level):
+            return f"its downstream consumer reads at {self.isolation} (the application's choice)"
         return None
 
 

@@ -41,6 +41,13 @@ class Level:
     transactional: bool = False
     extra: dict[str, str] = field(default_factory=dict)
 
+    def sink_config(self, isolation: str | None = None) -> dict[str, object]:
+        """The sink's settings: the level's own, at `isolation` where the application chose
+        one (Scenario.sink_isolation)."""
+        return (
+            self.consumer if isolation is None else {**self.consumer, "isolation.level": isolation}
+        )
+
 
 AT_MOST_ONCE = Level(
     name="at-most-once",

@@ -168,7 +168,7 @@ def create_run_folder(run_id, scenario, source_text, cluster, levels: list[str])
             "levels": {
                 name: {
                     "producer": LEVELS[name].producer,
-                    "consumer": LEVELS[name].consumer,
+                    "consumer": LEVELS[name].sink_config(scenario.sink_isolation),
                     "commit": LEVELS[name].commit,
                 }
                 for name in levels

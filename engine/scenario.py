@@ -152,6 +152,10 @@ class Scenario(_Strict):
     # Applied when the client is java (_on_the_java_client): the story's addition, its sources
     # and the levels' expectations.
     on_java: OnJava | None = None
+    # The downstream consumer (the sink) reads at this isolation.level at every level in place
+    # of the level's own (engine.levels): the application's choice, as a consumer left at the
+    # Java client's default (read_uncommitted) would make. None keeps each level's.
+    sink_isolation: Literal["read_committed", "read_uncommitted"] | None = None
 
     def unmet_expectations(self, results: dict[str, dict[str, Any]]) -> list[str]:
         """Where a run's results break this file's `expect` block, one line per broken promise.
@@ -447,6 +451,22 @@ def meets(value: int, expectation: str) -> bool:
     if expectation.startswith("<="):
         return value <= int(expectation[2:])
     return value == int(expectation)
+
+
+def with_sink_isolation(scenario: Scenario, isolation: str) -> Scenario:
+    """The scenario with every level's sink reading at `isolation`. The file's expectations
+    of a level whose reader changes are dropped: they were written for its own reader."""
+    changed = {
+        name for name in scenario.levels if LEVELS[name].consumer["isolation.level"] != isolation
+    }
+    data = scenario.model_dump(exclude_unset=True)
+    for block in ("expect", "teaches"):
+        if block in data:
+            data[block] = {k: v for k, v in data[block].items() if k not in changed}
+    try:
+        return Scenario.model_validate({**data, "sink_isolation": isolation})
+    except ValidationError as exc:
+        raise ScenarioError(f"{scenario.name}: {_describe(exc.errors()[0])}.") from None
 
 
 def with_client(scenario: Scenario, client: str) -> Scenario:

@@ -165,6 +165,7 @@ def follow(
                 scenario.pipeline,
                 messages=scenario.workload.messages,
                 scenario=scenario.name,
+                sink_isolation=scenario.sink_isolation,
             )
         )
     except Exception as exc:  # the Metrics page says so, and computes with the batch job

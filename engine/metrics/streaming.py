@@ -318,14 +318,21 @@ def _first_line(exc: BaseException | Any) -> str:
     return (text.splitlines()[0] if text else type(exc).__name__)[:300]
 
 
-def level_specs(run_id: str, levels: Sequence[str], pipeline: str) -> list[LevelSpec]:
+def level_specs(
+    run_id: str, levels: Sequence[str], pipeline: str, chosen_isolation: str | None = None
+) -> list[LevelSpec]:
     """The levels as the judgement names them, known before the run has a result: each
-    level's judged topic, and its sink's isolation (engine.level_run.LevelRun)."""
+    level's judged topic, and its sink's isolation (engine.level_run.LevelRun; the
+    scenario's sink_isolation where it chose one)."""
     from engine.level_run import judged_topic_name, sink_isolation
     from engine.levels import LEVELS
 
     return [
-        LevelSpec(name, judged_topic_name(run_id, name, pipeline), sink_isolation(LEVELS[name]))
+        LevelSpec(
+            name,
+            judged_topic_name(run_id, name, pipeline),
+            sink_isolation(LEVELS[name], chosen_isolation),
+        )
         for name in levels
     ]
 
@@ -409,13 +416,14 @@ def start_following(
     trigger_s: float = TRIGGER_S,
     messages: int | None = None,
     scenario: str = "",
+    sink_isolation: str | None = None,
 ) -> RunFollower:
     """Start following a run's judged topics (raises what Spark raised if it cannot).
 
     With `messages` (the workload's), pages can show the run's counts so far (live_runs)
     until finish_in_background or abandon.
     """
-    specs = level_specs(run_id, levels, pipeline)
+    specs = level_specs(run_id, levels, pipeline, sink_isolation)
     topics = [s.topic for s in specs]
     follower = RunFollower(spark, bootstrap, run_id, topics, trigger_s=trigger_s).start()
     if messages is not None:

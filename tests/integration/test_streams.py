@@ -131,6 +131,36 @@ def test_a_read_uncommitted_reader_of_exactly_once_v2_counts_what_kcat_does(run,
     )
 
 
+def test_the_what_if_reader_at_read_uncommitted_counts_the_aborted_results(cluster1):
+    """The Kafka Streams lesson's what-if (lessons/kafka-streams.yaml): streams-crash again,
+    its downstream consumer really configured at read_uncommitted. The run's exactly_once_v2
+    counts are kcat's at read_uncommitted, the aborted results among them, and the
+    what-if's explanation holds: no claim of it is contradicted by this run."""
+    from engine.lesson import list_lessons, load_lesson
+
+    step = load_lesson(list_lessons()["kafka-streams"]).steps[0]
+    assert step.what_if is not None and step.scenario == "streams-crash"
+    scenario = step.what_if_scenario()
+    output = run_scenario(scenario, cluster1, levels=[EOS])
+    result = output["results"][EOS]
+    assert result["isolation"] == "read_uncommitted"
+    assert "read_uncommitted" in result["label"] and "application's choice" in result["label"]
+    config = json.loads((record.run_folder(output["run_id"]) / record.CONFIG).read_text())
+    assert config["levels"][EOS]["consumer"]["isolation.level"] == "read_uncommitted"
+    everything = streams.results_of(
+        kcat_values(cluster1.direct_bootstrap, result["sink_topic"], isolation="read_uncommitted")
+    )
+    committed = streams.results_of(
+        kcat_values(cluster1.direct_bootstrap, result["sink_topic"], isolation="read_committed")
+    )
+    assert result["duplicates"] == kcat_duplicates(everything) >= 1
+    assert result["aborted_visible"] == len(everything) - len(committed) >= 1
+    assert kcat_duplicates(committed) == 0 and result["lost"] == 0
+    assert step.what_if.contradicted(output["results"]) == []
+    said = step.what_if_explanation(output["results"])
+    assert f"Duplicates = {result['duplicates']}, from {result['aborted_visible']} records" in said
+
+
 def test_the_crash_lands_after_the_12th_acknowledged_result_before_a_commit(crash_run):
     for level, data in crash_run["levels"].items():
         first = history(data["folder"], "processor")

@@ -26,6 +26,7 @@ from engine.lesson import (
     LessonProgress,
     Option,
     Step,
+    WhatIf,
     judge_prediction,
     list_lessons,
     load_lesson,
@@ -271,11 +272,15 @@ LOST_OPTIONS = [
     ("scenario", "what_if", "refusal"),
     [
         # The processor pipeline's roles are librdkafka's: no producer client to change.
-        ("consumer-crash", {"label": "Java"}, "the what-if cannot run"),
+        ("consumer-crash", {"label": "Java", "client": "java"}, "the what-if cannot run"),
         # ack-loss has no on_java note: a what-if there needs its own explanation.
-        ("ack-loss", {"label": "Java"}, "no on_java note"),
-        ("ack-loss", {"label": "Java", "explain": "{exactly-once.dupes}"}, "not a count"),
-        ("ack-loss", {"label": "Java", "explain": ".", "client": "go"}, "the what-if cannot run"),
+        ("ack-loss", {"label": "Java", "client": "java"}, "no on_java note"),
+        ("ack-loss", {"label": "J", "client": "java", "explain": "{exactly-once.dupes}"}, "count"),
+        ("ack-loss", {"label": "Java", "explain": ".", "client": "go"}, "client"),
+        # A what-if changes something, and one that is not the Java client's explains itself.
+        ("ack-loss", {"label": "nothing", "explain": "."}, "changes something"),
+        ("ack-loss", {"label": "RU", "sink_isolation": "read_uncommitted"}, "its own explain"),
+        ("ack-loss", {"label": "RU", "sink_isolation": "dirty", "explain": "."}, "sink_isolation"),
     ],
 )
 def test_a_what_if_that_cannot_run_or_explain_is_refused_when_the_file_loads(
@@ -291,7 +296,11 @@ def test_a_what_if_runs_its_scenario_on_the_java_client_with_its_own_explanation
         lesson_file(
             tmp_path,
             LOST_OPTIONS,
-            what_if={"label": "Java", "explain": "Duplicates = {at-least-once.duplicates}."},
+            what_if={
+                "label": "Java",
+                "client": "java",
+                "explain": "Duplicates = {at-least-once.duplicates}.",
+            },
         )
     ).steps[0]
     assert step.what_if_scenario().client == "java"
@@ -301,3 +310,41 @@ def test_a_what_if_runs_its_scenario_on_the_java_client_with_its_own_explanation
     note = load_scenario(list_scenarios()["leader-moves"]).on_java.note
     assert leader_moves.what_if_explanation(RESULTS) == note
     assert leader_moves.what_if.contradicted({"at-least-once": {"lost": 1}})
+
+
+def test_a_what_if_reads_every_sink_at_another_isolation_and_drops_what_the_file_expected_there(
+    tmp_path,
+):
+    """ack-loss's what-if at read_committed: the levels whose sink read at read_uncommitted
+    change, their `expect` and `teaches` are dropped (written for the other reader); the
+    exactly-once level's reader was read_committed already and keeps its own."""
+    step = load_lesson(
+        lesson_file(
+            tmp_path,
+            LOST_OPTIONS,
+            what_if={"label": "RC", "sink_isolation": "read_committed", "explain": "."},
+        )
+    ).steps[0]
+    original = load_scenario(list_scenarios()["ack-loss"])
+    changed = step.what_if_scenario()
+    assert (changed.sink_isolation, changed.client) == ("read_committed", original.client)
+    assert set(changed.expect) == {"exactly-once"} == set(changed.teaches)
+    assert changed.expect["exactly-once"] == original.expect["exactly-once"]
+    assert set(original.expect) > {"exactly-once"}
+    # Both at once: the Java client and the reader.
+    both = WhatIf(label="x", client="java", sink_isolation="read_committed", explain=".")
+    assert both.change(original).client == "java"
+    assert both.change(original).sink_isolation == "read_committed"
+
+
+def test_the_kafka_streams_step_asks_what_a_read_uncommitted_reader_would_count():
+    streams_step = next(s for _, _, s in STEPS if s.scenario == "streams-crash")
+    assert streams_step.what_if is not None
+    scenario = streams_step.what_if_scenario()
+    assert scenario.sink_isolation == "read_uncommitted" and scenario.client == "librdkafka"
+    # Its exactly_once_v2 level read at read_committed: the file's expectation is dropped.
+    assert "streams-exactly-once" not in scenario.expect
+    said = streams_step.what_if_explanation(
+        {"streams-exactly-once": {"duplicates": 3, "aborted_visible": 3, "lost": 0}}
+    )
+    assert "Duplicates = 3, from 3 records of aborted transactions" in said
