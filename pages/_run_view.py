@@ -17,8 +17,8 @@ import streamlit as st
 from engine import record
 from engine.checker import LATENCY_DEFINITION
 from engine.events import Event, NemesisRecord, ProxyRecord
-from engine.faults import KINDS, say_fault
-from engine.faults.base import HURT, FaultKind
+from engine.faults import fault_kind_of, lasting_spans, say_fault
+from engine.faults.base import HURT
 from engine.live import fault_fold, fault_raw, fault_text, fold_text, nemesis_text
 from engine.words import PROXY_WORDS, process_words, room_words
 from pages._presenter import DESK_PX, ROOM_PX, presenter_on, room_table
@@ -832,21 +832,23 @@ def fault_bands(result: dict[str, Any], start: float) -> list[dict[str, Any]]:
     Each band has the room's words (`label`), the engine's names (`raw`, small type), and
     `fold`: equal for repeats of one fault, which fold_bands merges.
     """
+    faults = result.get("faults", [])
     bands = []
-    # (the kind that ends it, its target) -> (when it began, its kind, its record)
-    lasting: dict[tuple[str, str], tuple[float, FaultKind, dict[str, Any]]] = {}
-    for fault in result.get("faults", []):
+    paired = set()  # the records a lasting band covers: its start and its end
+    for began, ended in lasting_spans(faults):
+        its_kind = fault_kind_of(began)
+        assert its_kind is not None  # lasting_spans starts a span only on a lasting kind
+        label, raw = its_kind.lasting(began)
+        # Never ended within the level: a 50 ms band, as an instant fault's.
+        x0 = began["t"] - start
+        x1 = ended["t"] - start if ended is not None else x0 + 0.05
+        bands.append(band(x0, x1, label, its_kind.colour, raw))
+        paired.update(id(r) for r in (began, ended) if r is not None)
+    for fault in faults:
+        if id(fault) in paired:
+            continue
         kind, t = fault["kind"], fault["t"] - start
-        fault_kind = KINDS.get(kind) if fault.get("source") != "proxy" else None
-        target = str(fault.get("target"))
-        if fault_kind is not None and fault_kind.ended_by:
-            lasting[(fault_kind.ended_by, target)] = (t, fault_kind, fault)
-            continue
-        if (kind, target) in lasting:
-            began, its_kind, record = lasting.pop((kind, target))
-            label, raw = its_kind.lasting(record)
-            bands.append(band(began, t, label, its_kind.colour, raw))
-            continue
+        fault_kind = fault_kind_of(fault)
         if kind in (
             ProxyRecord.RULES_CLEARED,
             ProxyRecord.LATENCY_SET,
@@ -868,9 +870,6 @@ def fault_bands(result: dict[str, Any], start: float) -> list[dict[str, Any]]:
                 "fold_label": fold_text(event, label) if event["ev"] == Event.PROXY else label,
             }
         )
-    for began, its_kind, record in lasting.values():  # never ended within the level
-        label, raw = its_kind.lasting(record)
-        bands.append(band(began, began + 0.05, label, its_kind.colour, raw))
     return bands
 
 
