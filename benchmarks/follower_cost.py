@@ -7,7 +7,7 @@ On a new embedded cluster (the scenario's nodes) and a SparkSession warmed as th
 its own, runs the scenario (its own size) `--repeats` times in each of three ways: without a
 follower ("alone"); with one (engine.metrics.streaming) started and running before the run
 begins ("before"); and with one started in a thread of its own as the run begins, as the
-dashboard starts it (pages/_run_control.start_run: "beside"). Each follower is stopped after
+dashboard starts it (engine/run_handle.start_run: "beside"). Each follower is stopped after
 its run without judging, so that no judgement of an earlier run overlaps the next one. For
 each run it prints the run's time (run_scenario, engine only, no browser), the follower's
 start, and the CPU seconds the Spark driver JVM used during the start and the run (from

@@ -2,22 +2,19 @@
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import streamlit as st
 
 from engine import record, settings
-from engine.cluster import Cluster
 from engine.errors import LabError
 from engine.faults import beyond_level_words
 from engine.live import RunWatch
-from engine.progress import CREATING_TOPICS, Step
-from engine.runner import new_run_id, run_scenario, schedule_of
+from engine.run_handle import start_run
+from engine.runner import new_run_id, schedule_of
 from engine.scenario import Scenario
 from pages._follow import Broadcast, proxy_start, room_feed
 from pages._live_view import LiveView
@@ -27,28 +24,6 @@ from pages._run_view import scroll_to_key
 from pages._shared import ClusterService, show_error
 
 POLL_S = 0.3  # the live view reads the history files this often
-
-
-@dataclass
-class RunJob:
-    """A run in a background thread: its latest stage, then its output or its error."""
-
-    stage: str
-    fraction: float = 0.0
-    output: dict[str, Any] | None = None
-    error: BaseException | None = None
-    stages: dict[str, str] = field(default_factory=dict)  # level -> its latest step
-    # Set once a level has made its topics and none is making them (levels side by side
-    # make them at the same moment): Spark's queries start then (follow).
-    topics_made: threading.Event = field(default_factory=threading.Event)
-
-    def progress(self, step: Step, fraction: float) -> None:
-        """run_scenario's callback, from the run's threads; the script thread draws it."""
-        self.stage, self.fraction = str(step), fraction
-        if step.level is not None:
-            self.stages = {**self.stages, step.level: step.what}
-            if CREATING_TOPICS not in self.stages.values():
-                self.topics_made.set()
 
 
 @contextmanager
@@ -68,55 +43,6 @@ def one_level_at_a_time() -> bool:
     return settings.ONE_LEVEL_AT_A_TIME.flag()
 
 
-def start_run(
-    service: ClusterService, cluster: Cluster, scenario: Scenario, levels: list[str], run_id: str
-) -> tuple[threading.Thread, RunJob]:
-    """Start the run in its own thread, so the script thread can draw while it goes on.
-
-    The thread also holds the cluster (shared or alone): if the page is left mid-run, the
-    run still ends, records itself and releases the cluster.
-    """
-    waiting = "Waiting for the cluster: " + service.latest_announcement()
-    job = RunJob(stage=waiting if service.usage.busy else "Starting")
-    spark = streaming_session(scenario, levels)  # here, on the script thread
-
-    def work() -> None:
-        following: list[Any] = []
-        starter = None
-        if spark is not None:  # beside the run, not before it: the run does not wait
-            starter = threading.Thread(
-                target=follow,
-                args=(spark, cluster, scenario, levels, run_id, following, job),
-                name=f"follow-{run_id}",
-                daemon=True,
-            )
-            starter.start()
-        try:
-            with cluster_use(service, scenario):
-                job.output = run_scenario(
-                    scenario,
-                    cluster,
-                    levels=levels,
-                    progress=job.progress,
-                    run_id=run_id,
-                    side_by_side=False if one_level_at_a_time() else None,
-                )
-        except BaseException as exc:  # handed to the script thread, which shows it
-            job.error = exc
-        finally:
-            job.topics_made.set()  # a run that failed first: its follower waits no more
-            if starter is not None:
-                starter.join()
-            for follower in following:
-                finish_following(follower, ok=job.output is not None)
-
-    # A daemon: a dashboard being shut down does not wait for a run (its clients have
-    # watchdogs of their own).
-    thread = threading.Thread(target=work, name=f"run-{run_id}", daemon=True)
-    thread.start()
-    return thread, job
-
-
 def streaming_session(scenario: Scenario, levels: list[str]) -> Any | None:
     """The dashboard's SparkSession if this run's metrics should follow it, else None.
 
@@ -131,56 +57,6 @@ def streaming_session(scenario: Scenario, levels: list[str]) -> Any | None:
     if scenario.workload.messages * len(levels) >= big_run_rows():
         return None
     return spark_service().session()
-
-
-def follow(
-    spark: Any,
-    cluster: Cluster,
-    scenario: Scenario,
-    levels: list[str],
-    run_id: str,
-    following: list[Any],
-    job: RunJob,
-) -> None:
-    """Start Spark's streaming queries on the run's topics once they exist (best effort:
-    the batch job is the fallback, and the Metrics page says which computed the numbers).
-
-    Not while the levels make their topics: started then, the queries' start made that step
-    about half a second longer in the dashboard, on 2 cores (benchmarks/METRICS.md). Started
-    after it, they lose nothing: each source reads a topic from its first offset.
-    """
-    from engine.metrics.streaming import not_followed, start_following
-
-    job.topics_made.wait()
-    if job.output is not None or job.error is not None:
-        not_followed(run_id, LabError("the run ended before they could start"))
-        return
-    try:
-        following.append(
-            start_following(
-                spark,
-                cluster.direct_bootstrap,
-                run_id,
-                levels,
-                scenario.pipeline,
-                messages=scenario.workload.messages,
-                scenario=scenario.name,
-                sink_isolation=scenario.sink_isolation,
-            )
-        )
-    except Exception as exc:  # the Metrics page says so, and computes with the batch job
-        not_followed(run_id, exc)
-
-
-def finish_following(follower: Any, *, ok: bool) -> None:
-    """The run ended: its metrics are finished in the background (the verdict does not wait
-    for them), or, if it failed, the queries are stopped."""
-    from engine.metrics.streaming import abandon, finish_in_background
-
-    if ok:
-        finish_in_background(follower)
-    else:
-        abandon(follower)
 
 
 LIVE_KEY = "lab_live"  # the live view's block: .st-key-lab_live in the page
@@ -235,7 +111,19 @@ def run_live(
         watch = RunWatch(
             record.run_folder(run_id), levels, proxy_events=proxy, proxy_offset=proxy_offset
         )
-        thread, job = start_run(service, cluster, scenario, levels, run_id)
+        job = start_run(
+            cluster,
+            scenario,
+            levels,
+            run_id,
+            holding=lambda: cluster_use(service, scenario),
+            # Spark's session is taken here, on the script thread: st.cache_resource's.
+            spark=streaming_session(scenario, levels),
+            side_by_side=False if one_level_at_a_time() else None,
+            stage="Waiting for the cluster: " + service.latest_announcement()
+            if service.usage.busy
+            else "Starting",
+        )
         # The room follows it: viewers' pages draw the same lanes from the same files.
         room_feed().begin(
             Broadcast(
@@ -251,15 +139,13 @@ def run_live(
         )
         if started is not None:
             started(run_id)
-        while thread.is_alive():
+        while job.running():
             bar.progress(min(1.0, job.fraction))
             view.draw(watch.poll(), job.stage, job.stages)
-            thread.join(POLL_S)
+            job.wait(POLL_S)
         bar.progress(min(1.0, job.fraction))
         view.draw(watch.poll(), job.stage, job.stages)  # the last lines the clients wrote
-        if job.error is not None or job.output is None:
-            raise job.error or LabError("The run ended without a result.")
-        output = job.output
+        output = job.result()
         if show is not None:
             view.draw(watch.poll(), "Drawing the results", job.stages)
             show(output["run_id"])

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import threading
 import time
 from typing import Any
 
@@ -13,6 +12,7 @@ from engine.checker import LATENCY_DEFINITION
 from engine.errors import LabError
 from engine.metrics import streaming
 from engine.metrics.compute import RECORD_SOURCE, STREAM_SOURCE
+from engine.metrics.service import MetricsService
 from pages._keep import kept
 from pages._metrics_view import (
     COMPARED,
@@ -86,22 +86,9 @@ def spark_panel(service: SparkService, presenter: bool) -> None:
     panel()
 
 
-class Computations:
-    """One lock per run: a run's metrics are computed by one session at a time, and a
-    session that waited for another's computation uses its result instead of computing."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._runs: dict[str, threading.Lock] = {}
-
-    def lock(self, run_id: str) -> threading.Lock:
-        with self._lock:
-            return self._runs.setdefault(run_id, threading.Lock())
-
-
 @kept
-def computations() -> Computations:
-    return Computations()
+def computations() -> MetricsService:
+    return MetricsService()
 
 
 def compute_once(run_id: str, service: SparkService) -> dict[str, Any] | None:
@@ -114,13 +101,11 @@ def compute_once(run_id: str, service: SparkService) -> dict[str, Any] | None:
             wait_for_followed(run_id)
     elif (why := why_not_followed(run_id)) and record.load_metrics(run_id) is None:
         st.info(f"{why} Spark's batch job computes them now, after the run.")
-    with computations().lock(run_id):
-        return record.load_metrics(run_id) or compute(run_id, service)
+    return computations().saved_or_computed(run_id, lambda: compute(run_id, service))
 
 
 def recompute(run_id: str, service: SparkService) -> dict[str, Any] | None:
-    with computations().lock(run_id):
-        return compute(run_id, service)
+    return computations().computed_again(run_id, lambda: compute(run_id, service))
 
 
 def compute(run_id: str, service: SparkService) -> dict[str, Any] | None:
@@ -302,9 +287,12 @@ def render_history(
             bar = st.progress(0.0, text="Spark is computing the older runs…")
             for i, meta in enumerate(missing, start=1):
                 try:
-                    with computations().lock(meta["run_id"]):
-                        if record.load_metrics(meta["run_id"]) is None:
-                            compute_and_save(meta["run_id"], spark=service.session())
+                    computations().saved_or_computed(
+                        meta["run_id"],
+                        lambda run_id=meta["run_id"]: compute_and_save(
+                            run_id, spark=service.session()
+                        ),
+                    )
                     saved_by_id[meta["run_id"]] = versioned_metrics(meta["run_id"])
                 except Exception as exc:
                     show_error(exc)

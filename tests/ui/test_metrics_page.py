@@ -186,7 +186,7 @@ def test_a_followed_runs_metrics_are_the_streaming_queries_final_numbers(monkeyp
         assert by_panel["aborted records visible"][level] == checked["aborted_visible"], level
     assert by_panel["extra copies (duplicates)"]["at-least-once"] >= 1
 
-    finish_in_background(follower)  # as pages._run_control does once the verdict is out
+    finish_in_background(follower)  # as engine.run_handle does once the verdict is out
     assert live_runs() == []
     at = open_metrics(run_id)
     assert not at.exception
@@ -203,27 +203,27 @@ def test_a_followed_runs_metrics_are_the_streaming_queries_final_numbers(monkeyp
 
 
 def test_the_dashboards_follower_starts_once_the_topics_exist_and_reads_the_whole_run(cluster1):
-    """pages._run_control.follow, as start_run calls it: Spark's queries wait while the levels
-    make their topics (RunJob.topics_made), then start and still read every record, each
+    """engine.run_handle.follow, as start_run calls it: Spark's queries wait while the levels
+    make their topics (RunHandle.topics_made), then start and still read every record, each
     topic from its first offset: the final metrics are the checker's. The contrast: a run
     that ended before its topics were reported is not followed, and the page will say why."""
     from engine.metrics.compute import STREAM_SOURCE, compute_and_save
     from engine.metrics.session import get_spark
     from engine.metrics.streaming import why_not_followed
+    from engine.run_handle import RunHandle, follow
     from engine.runner import new_run_id
-    from pages._run_control import RunJob, follow
 
     path = list_scenarios()["ack-loss"]
     scenario = load_scenario(path)
     spark = get_spark()
 
-    def follower_thread(run_id: str, job: RunJob, following: list) -> threading.Thread:
+    def follower_thread(run_id: str, job: RunHandle, following: list) -> threading.Thread:
         args = (spark, cluster1, scenario, scenario.levels, run_id, following, job)
         thread = threading.Thread(target=follow, args=args, daemon=True)
         thread.start()
         return thread
 
-    run_id, job, following = new_run_id(scenario.name), RunJob(stage="Starting"), []
+    run_id, job, following = new_run_id(scenario.name), RunHandle(stage="Starting"), []
     thread = follower_thread(run_id, job, following)
     thread.join(1.0)
     assert thread.is_alive() and following == []  # no topic yet: it waits
@@ -240,7 +240,7 @@ def test_the_dashboards_follower_starts_once_the_topics_exist_and_reads_the_whol
             assert metrics["results"][level][key] == checked[key], (level, key)
 
     # The contrast: the run over (here: failed) before any level reported its topics.
-    ended, job, following = new_run_id(scenario.name), RunJob(stage="Starting"), []
+    ended, job, following = new_run_id(scenario.name), RunHandle(stage="Starting"), []
     thread = follower_thread(ended, job, following)
     job.error = RuntimeError("the cluster went away")
     job.topics_made.set()  # as start_run's work() does when the run ends
