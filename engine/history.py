@@ -2,7 +2,8 @@
 
 Clients (producer, processor, sink), the nemesis and the fault proxy each append to their own
 file; `merge` reads them back into one time-ordered list that the checker judges. An event
-is a flat dict with at least `t` (epoch seconds), `proc` (who) and `ev` (what).
+is a flat JSON object with at least `t` (epoch seconds), `proc` (who) and `ev` (what); read
+back (`merge`, `Tail`) it is a `HistoryLine`.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ import time
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
+
+from engine.events import Event
 
 if TYPE_CHECKING:
     from engine.failpoints import ArmedFailPoint
@@ -89,9 +92,45 @@ def read_jsonl(path: str | Path) -> list[dict[str, Any]]:
     return events
 
 
-def merge(paths: Iterable[str | Path]) -> list[dict[str, Any]]:
-    events = [e for p in paths for e in read_jsonl(p)]
-    events.sort(key=lambda e: e.get("t", e.get("ts", 0.0)))
+class HistoryLine(dict[str, Any]):
+    """One line of a history as read back. What every line has is typed (`ev`, `proc`, `t`);
+    what only its event carries (a send's `id`, a fault's `kind`) is read by name, as from
+    the JSON object it is (a dict: the judge, the tests' made-up histories and Spark's copy
+    read it so, and it is written back as it was read).
+
+    The fault proxy's lines have `ts` where the others have `t`, and no `proc` or `ev`.
+    """
+
+    @property
+    def ev(self) -> Event | str:
+        """The event: an `Event` member, or the name as written if it is none (the nemesis's
+        and the proxy's records carry their own `kind` instead: engine.events)."""
+        name = str(self.get("ev", ""))
+        try:
+            return Event(name)
+        except ValueError:
+            return name
+
+    @property
+    def proc(self) -> str:
+        """Who wrote it: "producer", "processor#2", "nemesis"... ("" for the proxy's)."""
+        return str(self.get("proc", ""))
+
+    @property
+    def t(self) -> float:
+        """When, in epoch seconds."""
+        return float(self.get("t", self.get("ts", 0.0)))
+
+    @property
+    def attrs(self) -> dict[str, Any]:
+        """What its event carries besides who, what and when."""
+        return {k: v for k, v in self.items() if k not in ("t", "ts", "proc", "ev")}
+
+
+def merge(paths: Iterable[str | Path]) -> list[HistoryLine]:
+    """Every line of the histories at `paths`, in time order."""
+    events = [HistoryLine(e) for p in paths for e in read_jsonl(p)]
+    events.sort(key=lambda e: e.t)
     return events
 
 
@@ -106,7 +145,7 @@ class Tail:
         self._offset = offset
         self._partial = b""
 
-    def read_new(self) -> list[dict[str, Any]]:
+    def read_new(self) -> list[HistoryLine]:
         try:
             with self.path.open("rb") as handle:
                 handle.seek(self._offset)
@@ -121,7 +160,7 @@ class Tail:
         for line in lines:
             if line.strip():
                 try:
-                    out.append(json.loads(line))
+                    out.append(HistoryLine(json.loads(line)))
                 except json.JSONDecodeError:
                     continue
         return out

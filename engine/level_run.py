@@ -645,7 +645,7 @@ class LevelRun:
         tail, seen = Tail(sink.history), 0  # read only what the sink appended since last time
         deadline = time.time() + timeout
         while time.time() < deadline:
-            seen += sum(1 for e in tail.read_new() if e["ev"] == Event.CONSUMED)
+            seen += sum(1 for e in tail.read_new() if e.ev == Event.CONSUMED)
             if seen >= expected:
                 return
             time.sleep(0.1)
@@ -686,7 +686,7 @@ class LevelRun:
 
 def last_event(path: Path) -> str | None:
     events = merge([path])
-    return events[-1]["ev"] if events else None
+    return events[-1].ev if events else None
 
 
 def every_level_nemesis(

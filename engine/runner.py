@@ -326,7 +326,7 @@ def _wait_for_event(processes: list[RoleProcess], event: str, timeout: float) ->
     waiting = list(processes)
     while waiting:
         for process in list(waiting):
-            if any(e.get("ev") == event for e in tails[id(process)].read_new()):
+            if any(e.ev == event for e in tails[id(process)].read_new()):
                 waiting.remove(process)
             elif not process.alive():
                 code = process.exit_code
@@ -358,8 +358,8 @@ def _drive_together(
             for process in level_run.processes:
                 tail = tails.setdefault(process.history, Tail(process.history))
                 for event in tail.read_new():
-                    base = str(event.get("proc", "")).split("#")[0]
-                    counts[level_run.level.name][(base, str(event.get("ev")))] += 1
+                    base = event.proc.split("#")[0]
+                    counts[level_run.level.name][(base, str(event.ev))] += 1
         keys = set().union(*counts.values())
         nemesis.counts = Counter({k: min(c[k] for c in counts.values()) for k in keys})
         nemesis.tick()

@@ -81,9 +81,9 @@ def render_interrupted(meta: dict) -> None:
             room_table(
                 [
                     {
-                        "s": round(float(e.get("t", 0)) - began, 3),
-                        "process": process_words(str(e.get("proc", ""))),
-                        "event": event_words(str(e.get("ev", ""))),
+                        "s": round(e.t - began, 3),
+                        "process": process_words(e.proc),
+                        "event": event_words(str(e.ev)),
                         "id": e.get("id"),
                     }
                     for e in events[-LAST_EVENTS:]
