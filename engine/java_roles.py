@@ -10,9 +10,13 @@ build), and a marker file written last means a half-finished build is never used
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import shutil
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from engine import paths
@@ -53,12 +57,38 @@ def java_roles_ready(libs: Path | None = None) -> bool:
     return marker.exists() and marker.read_text() == sources_hash()
 
 
+# Levels side by side start their Java roles at the same moment: after an edit of java/, each
+# would build the same folder with Maven at once, and the builds break each other (seen when
+# two levels' first Java sink started together). One build at a time, in this process and
+# across processes (a dashboard and a test sharing the cache); the others then find it built.
+_BUILDING = threading.Lock()
+
+
+@contextmanager
+def _one_build_at_a_time() -> Iterator[None]:
+    folder = builds_dir()
+    folder.mkdir(parents=True, exist_ok=True)
+    with _BUILDING, (folder / ".building").open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
 def ensure_java_roles(*, offline: bool = False) -> Path:
     """Build the Java roles if their sources changed since the last build; their libs folder."""
     libs = libs_dir()
     if java_roles_ready(libs):
         (libs / _MARKER).touch()  # in use: not pruned by another checkout's build
         return libs
+    with _one_build_at_a_time():
+        if java_roles_ready(libs):  # built meanwhile by whoever held the lock
+            return libs
+        return _build(libs, offline=offline)
+
+
+def _build(libs: Path, *, offline: bool) -> Path:
     if not shutil.which("javac"):
         raise MissingToolError(
             "The Java roles are compiled here, which needs a JDK (javac), not only a Java "

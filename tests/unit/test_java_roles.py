@@ -24,3 +24,34 @@ def test_an_edited_source_asks_for_a_new_build(tmp_path, monkeypatch):
     assert java_roles.java_roles_ready(libs)
     source.write_text("class A { int changed; }")
     assert not java_roles.java_roles_ready(libs)
+
+
+def test_roles_started_at_once_after_an_edit_build_the_java_roles_once(tmp_path, monkeypatch):
+    """Two levels start their Java roles at the same moment: one Maven build, the other waits
+    for it and uses it (before, both built the same folder at once and one build broke)."""
+    import threading
+    import time
+
+    monkeypatch.setattr(java_roles, "builds_dir", lambda: tmp_path / "builds")
+    monkeypatch.setattr(java_roles.shutil, "which", lambda name: f"/usr/bin/{name}")
+    builds = []
+
+    def maven_into(pom, output, *, stamp, marker, **_):
+        builds.append(stamp)
+        time.sleep(0.3)  # a build takes a while: the other caller arrives meanwhile
+        output[1].mkdir(parents=True, exist_ok=True)
+        (output[1] / marker).write_text(stamp)
+        return output[1]
+
+    monkeypatch.setattr(java_roles, "maven_into", maven_into)
+    found = []
+    starters = [
+        threading.Thread(target=lambda: found.append(java_roles.ensure_java_roles()))
+        for _ in range(3)
+    ]
+    for starter in starters:
+        starter.start()
+    for starter in starters:
+        starter.join(10)
+    assert builds == [java_roles.sources_hash()]
+    assert found == [java_roles.libs_dir()] * 3
