@@ -324,7 +324,7 @@ class FreePlay:
             level_run.prepare(self._progress, leader=leader)
         # Processors first, so every level's stream is read from its first message.
         for level in self.levels:
-            level.run.start_role("processor", "processor", level.run.processor_spec())
+            level.run.start_part("processor", level.run.processor_spec())
         now = time.time()
         self.started_at, self.deadline = now, now + self.settings.time_limit_s
         for level in self.levels:
@@ -335,7 +335,7 @@ class FreePlay:
             # transactional input would end in a commit marker that no consumer offset passes,
             # so the processors could never be seen to have caught up.
             spec["transactional"] = None
-            level.run.start_role("producer", "producer", spec)
+            level.run.start_part("producer", spec)
         self.stage = "Streaming"
 
     def _chosen_leader(self) -> int:
@@ -453,7 +453,7 @@ class FreePlay:
         level.restarts += 1
         why = exit_reason(exited.history)
         level.nemesis.record(NemesisRecord.SUPERVISOR_RESTART, target=exited.name, reason=why)
-        level.run.start_role("processor", "processor", level.run.processor_spec())
+        level.run.start_part("processor", level.run.processor_spec())
         self.note(
             f"{level.run.level.name}: {exited.name} exited on its own ({why}); the "
             "application's supervisor started a new instance."

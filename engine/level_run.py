@@ -22,14 +22,14 @@ from typing import Any
 
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
-from engine import record, settings, streams
+from engine import record, settings
 from engine.cluster.base import Cluster
 from engine.errors import LabError
 from engine.events import Event, NemesisRecord, ProxyRecord
 from engine.failpoints import FailPoint
 from engine.faults import kind_of
 from engine.history import HistoryFanOut, HistoryWriter, Tail, merge
-from engine.java_client import JAVA_PRODUCER_MAIN, ClientSettings, settings_for
+from engine.java_client import ClientSettings, settings_for
 from engine.java_client import describe as describe_settings
 from engine.judge import EffectRows, LevelResult, LevelSettings, ReadBack, judge
 from engine.kafka import admin
@@ -47,6 +47,7 @@ from engine.processes import RoleProcess
 from engine.progress import CREATING_TOPICS, Step
 from engine.proxy.control import read_events
 from engine.replica_watches import ReplicaWatches, WatchedTopic
+from engine.roles.registry import Part, Role, Start, role_for, roles
 from engine.scenario import Fault, Scenario
 from engine.words import nodes_words
 
@@ -151,9 +152,18 @@ class LevelRun:
         n = sum(1 for p in self.processes if p.base == base)
         return base if n == 0 else f"{base}#{n + 1}"
 
-    def start_role(
-        self, base: str, role: str, spec: dict[str, Any], *, java: bool = False
+    def start_part(
+        self, part: Part, part_spec: dict[str, Any], *, beside_a_frozen_one: bool = False
     ) -> RoleProcess:
+        """Start the role that plays `part` at this level (engine.roles.registry: the Java
+        producer for a java scenario, Kafka Streams for its levels, else the Python role),
+        given the part's spec as that role takes it."""
+        role = role_for(part, self.scenario, self.level)
+        start = Start(self, part_spec, beside_a_frozen_one=beside_a_frozen_one)
+        return self.start_role(part, role, role.spec(start))
+
+    def start_role(self, base: str, role: Role, spec: dict[str, Any]) -> RoleProcess:
+        """Start `role` as a new instance of `base` ("producer", then "producer#2"...)."""
         name = self.instance_name(base)
         history = record.process_history(self.folder, name)
         spec = {
@@ -165,9 +175,9 @@ class LevelRun:
         }
         if name == base and base in self.failpoints:
             spec["failpoint"] = self.failpoints[base].to_spec()
-        if base == "producer" and self.scenario.client == "java":
-            role, java = JAVA_PRODUCER_MAIN, True  # the same role, on the Java client
-        process = RoleProcess(name=name, role=role, history=history, spec=spec, java=java)
+        process = RoleProcess(
+            name=name, role=role.entry, history=history, spec=spec, java=role.java
+        )
         process.start(self.folder)
         self.processes.append(process)
         return process
@@ -243,17 +253,16 @@ class LevelRun:
         if base == "producer":
             spec = self.producer_spec(self.ledger)
             spec["resume"] = {"policy": self.resend_policy(fault), "outbox": str(self.outbox)}
-            self.start_role("producer", "producer", spec)
+            self.start_part("producer", spec)
         elif base == "processor":
             # A lasting fault (a pause, until its resume) leaves the first instance alive.
             self.start_processor(beside_a_frozen_one=kind_of(fault.kind).ended_by is not None)
 
     def start_processor(self, *, beside_a_frozen_one: bool = False) -> RoleProcess:
         """The level's processor: the Python one, or the Kafka Streams one (a JVM)."""
-        if streams.is_streams_level(self.level):
-            spec = streams.streams_spec(self, elsewhere=beside_a_frozen_one)
-            return self.start_role("processor", streams.STREAMS_MAIN, spec, java=True)
-        return self.start_role("processor", "processor", self.processor_spec())
+        return self.start_part(
+            "processor", self.processor_spec(), beside_a_frozen_one=beside_a_frozen_one
+        )
 
     def resend_policy(self, fault: Fault) -> str:
         """How a replacement producer decides what to send: the application's choice.
@@ -311,7 +320,7 @@ class LevelRun:
                 config=sc.topic_config,
                 replica_assignment=assignment,
             )
-        self.start_role("sink", "sink", self.sink_spec())
+        self.start_part("sink", self.sink_spec())
 
     def sink_spec(self) -> dict[str, Any]:
         return {
@@ -346,8 +355,9 @@ class LevelRun:
         self.prepare(progress)
         if sc.pipeline == "processor":
             progress(Step(f"writing {len(self.ledger)} input messages", self.level.name))
+            # Always librdkafka's producer, idempotent: the input is not what is judged.
             source = self.start_role(
-                "source", "producer", self.producer_spec(self.ledger, clean=True)
+                "source", roles()["producer"], self.producer_spec(self.ledger, clean=True)
             )
             if not source.wait(sc.timeout_s):
                 raise RunFailed(f"the input producer did not finish within {sc.timeout_s:.0f}s")
@@ -357,7 +367,7 @@ class LevelRun:
         nemesis.tick()  # faults at 0 s are in place before the first message
         nemesis.wait_settled()
         if sc.pipeline == "producer":
-            self.start_role("producer", "producer", self.producer_spec(self.ledger))
+            self.start_part("producer", self.producer_spec(self.ledger))
         else:
             self.start_processor()
         progress(Step("running", self.level.name))

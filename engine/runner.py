@@ -270,7 +270,7 @@ def _run_shared_faults(
             two processes, each level's at once."""
             level_run.prepare(step, leader=leader, spare=controller)
             spec = {**level_run.producer_spec(level_run.ledger), "start_gate": str(gate)}
-            return level_run.start_role("producer", "producer", spec)
+            return level_run.start_part("producer", spec)
 
         with ThreadPoolExecutor(max_workers=len(runs)) as pool:
             producers = [done.result() for done in [pool.submit(prepare, r) for r in runs]]

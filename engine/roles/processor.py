@@ -63,7 +63,41 @@ from engine.roles.common import (
     printable,
     still_owner,
 )
+from engine.roles.registry import Role
 from engine.values import parse_value
+
+ROLE = Role(
+    name="processor",
+    entry="processor",
+    java=False,
+    part="processor",
+    events=frozenset(
+        {
+            Event.START,
+            Event.ASSIGNED,
+            Event.REVOKED,
+            Event.PARTITIONS_LOST,
+            Event.CONSUMED,
+            Event.OUTPUT_ACKED,
+            Event.OUTPUT_FAILED,
+            Event.BATCH_FAILED,
+            Event.COMMITTED,
+            Event.AUTO_COMMITTED,
+            Event.COMMIT_GAP,
+            Event.COMMIT_REJECTED,
+            Event.RESUME,
+            Event.RESTART,
+            Event.FENCED,
+            Event.TXN_INIT,
+            Event.TXN_BEGIN,
+            Event.TXN_COMMIT,
+            Event.TXN_ABORT,
+            Event.IDLE,
+            Event.DONE,
+        }
+    ),
+    about="A consume-process-produce application on librdkafka, committing as its level says.",
+)
 
 # How long past its own timeout a transactional call may block before the processor gives up
 # on it (see bounded()).

@@ -53,7 +53,36 @@ from engine.roles.common import (
     printable,
     still_owner,
 )
+from engine.roles.registry import Role
 from engine.values import Stamp, value_maker
+
+ROLE = Role(
+    name="producer",
+    entry="producer",
+    java=False,
+    part="producer",
+    events=frozenset(
+        {
+            Event.START,
+            Event.READY,
+            Event.SEND,
+            Event.ACK,
+            Event.FAIL,
+            Event.RESUME,
+            Event.RESTART,
+            Event.FENCED,
+            Event.TXN_INIT,
+            Event.TXN_BEGIN,
+            Event.TXN_FLUSHED,
+            Event.TXN_OPEN,
+            Event.TXN_COMMIT,
+            Event.TXN_ABORT,
+            Event.TXN_COMMIT_UNKNOWN,
+            Event.DONE,
+        }
+    ),
+    about="The producing application on librdkafka (confluent_kafka), at the level's settings.",
+)
 
 # The hot lines' "ev" fields, formatted once: formatting a member per message costs 0.2 µs.
 SEND_EV, ACK_EV = f'"ev":"{Event.SEND}"', f'"ev":"{Event.ACK}"'

@@ -40,7 +40,31 @@ from engine.events import Event
 from engine.failpoints import ArmedFailPoint, FailPoint
 from engine.history import HistoryWriter
 from engine.roles.common import StopFlag, client_logger, is_fatal, load_spec
+from engine.roles.registry import Role
 from engine.values import parse_value
+
+ROLE = Role(
+    name="share-worker",
+    entry="share_worker",
+    java=False,
+    part="worker",
+    events=frozenset(
+        {
+            Event.SUBSCRIBED,
+            Event.DELIVERED,
+            Event.PROCESSING_FAILED,
+            Event.OUTPUT_ACKED,
+            Event.OUTPUT_FAILED,
+            Event.ACKNOWLEDGED,
+            Event.ACK_COMMITTED,
+            Event.ACK_REFUSED,
+            Event.IDLE,
+            Event.DONE,
+        }
+    ),
+    about="A share group's member on librdkafka (ShareConsumer, preview), explicit acks.",
+    serves=lambda scenario, level: False,
+)
 
 ACK_MODES = ("after-output", "before-processing")
 

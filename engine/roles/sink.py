@@ -22,7 +22,17 @@ from confluent_kafka import Consumer
 from engine.events import Event
 from engine.history import HistoryWriter
 from engine.roles.common import StopFlag, client_logger, load_spec
+from engine.roles.registry import Role
 from engine.values import parse_value
+
+ROLE = Role(
+    name="sink",
+    entry="sink",
+    java=False,
+    part="sink",
+    events=frozenset({Event.START, Event.ASSIGNED, Event.CONSUMED, Event.DONE}),
+    about="The downstream consumer the level is judged by, at its isolation (librdkafka).",
+)
 
 
 def run(spec: dict[str, Any]) -> int:
