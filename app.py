@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import streamlit as st
 
-from engine.recovery import recover
-from engine.room import VIEWER, PresenterKeyError
+from engine.face import (
+    VIEWER,
+    PresenterKeyError,
+    recover,
+)
 from pages._keep import kept
 from pages._presenter import presenter_controls
 from pages._roles import guard_browser_messages, rehearsal_link, session_role, viewer_line

@@ -301,10 +301,10 @@ def cmd_show(args: argparse.Namespace) -> int:
 
     run = record.load_run(args.run_id)
     output = {
-        "run_id": run["meta"]["run_id"],
-        "scenario": run["meta"]["scenario"],
-        "status": run["meta"].get("status"),
-        "results": run["result"]["results"],
+        "run_id": run.run_id,
+        "scenario": run.meta["scenario"],
+        "status": run.meta.get("status"),
+        "results": run.results,
     }
     if args.json:
         _print_json(output)

@@ -334,16 +334,18 @@ def proxy_as_history(event: dict[str, Any]) -> dict[str, Any]:
 
 
 class RunWatch:
-    """Follows a run's folder: one LevelWatch per level folder as the runner creates it."""
+    """Follows a run's folder (given, or named by the run's id): one LevelWatch per level
+    folder as the runner creates it."""
 
     def __init__(
         self,
-        folder: Path,
+        folder: Path | str,
         levels: list[str],
         proxy_events: Path | None = None,
         *,
         proxy_offset: int | None = None,
     ) -> None:
+        folder = record.run_folder(folder) if isinstance(folder, str) else folder
         self.folder, self.levels = folder, levels
         self.run_id = folder.name
         self.watches: dict[str, LevelWatch] = {}

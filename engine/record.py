@@ -25,15 +25,16 @@ import re
 import shutil
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 
 from engine import leash, paths, settings
 from engine.checker import Verdict, verdicts_to_rows
 from engine.errors import LabError
-from engine.history import write_columns
+from engine.history import HistoryLine, merge, write_columns
 from engine.judge import LevelResult, LevelSettings, ReadBack
 from engine.levels import LEVELS
 
@@ -234,7 +235,46 @@ def run_output(
     return output
 
 
-def load_run(run_id: str) -> dict[str, Any]:
+@dataclass(frozen=True)
+class RecordedLevel:
+    """One level of a recorded run: the judge's verdicts, what was read back, the history."""
+
+    verdicts: list[dict[str, Any]]
+    stored: dict[str, Any]  # engine.judge.ReadBack, as saved
+    history: list[dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class RecordedRun:
+    """A recorded run as the pages and tests read it (load_run): run.json's meta, the
+    result (`engine run --json`'s object), each judged level, the scenario as it was run
+    and config.json (empty when unreadable)."""
+
+    meta: dict[str, Any]
+    result: dict[str, Any]
+    levels: dict[str, RecordedLevel]
+    scenario_text: str
+    config: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def run_id(self) -> str:
+        return str(self.meta.get("run_id", ""))
+
+    @property
+    def status(self) -> str:
+        return str(self.meta.get("status", ""))
+
+    @property
+    def results(self) -> dict[str, Any]:
+        """Each level's judged counts, by level."""
+        return self.result.get("results") or {}
+
+    @property
+    def kafka_version(self) -> str | None:
+        return kafka_version_of(self.config)
+
+
+def load_run(run_id: str) -> RecordedRun:
     """The recorded run: meta, result, and each level's verdicts, history and stored records."""
     folder = run_folder(run_id)
     if not folder.is_dir():
@@ -251,23 +291,45 @@ def load_run(run_id: str) -> dict[str, Any]:
         levels = {}
         for name in result.get("results", {}):
             level_dir = level_folder(folder, name)
-            levels[name] = {
-                "verdicts": json.loads((level_dir / VERDICTS).read_text()),
-                "stored": json.loads((level_dir / STORED).read_text()),
-                "history": read_history(level_dir),
-            }
+            levels[name] = RecordedLevel(
+                verdicts=json.loads((level_dir / VERDICTS).read_text()),
+                stored=json.loads((level_dir / STORED).read_text()),
+                history=read_history(level_dir),
+            )
+        scenario_text = (folder / SCENARIO_FILE).read_text()
     except (OSError, json.JSONDecodeError, KeyError) as exc:
         raise CorruptRunError(
             f"The run folder {folder} is damaged ({type(exc).__name__}: {exc}); other runs are "
             "fine. Delete that folder, or run the scenario again."
         ) from exc
-    return {
-        "meta": meta,
-        "result": result,
-        "levels": levels,
-        "scenario_text": (folder / SCENARIO_FILE).read_text(),
-        "config": _read_config(folder),
-    }
+    return RecordedRun(meta, result, levels, scenario_text, _read_config(folder))
+
+
+def _stamp(path: Path) -> float | None:
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return None
+
+
+def saved_stamp(run_id: str, which: Literal["result", "metrics", "meta"]) -> float | None:
+    """When a run's result.json, metrics.json or run.json was last written (None: not
+    there): the version a page's shared cache parses once."""
+    name = {"result": RESULT, "metrics": METRICS, "meta": RUN_META}[which]
+    return _stamp(run_folder(run_id) / name)
+
+
+def runs_signature() -> tuple[tuple[str, float | None], ...]:
+    """(run id, run.json's stamp) for every run folder: list_runs changes only with it."""
+    root = paths.runs_dir()
+    folders = sorted(root.iterdir()) if root.is_dir() else []
+    return tuple((f.name, _stamp(f / RUN_META)) for f in folders if f.is_dir())
+
+
+def level_events(run_id: str, level: str) -> list[HistoryLine]:
+    """Every event a level's processes wrote so far, merged in time order (an interrupted
+    run's, which has no merged history.jsonl)."""
+    return merge(sorted(level_folder(run_folder(run_id), level).glob("*.jsonl")))
 
 
 def _read_config(folder: Path) -> dict[str, Any]:
@@ -356,8 +418,10 @@ def owner_gone(meta: dict[str, Any], folder: Path | None = None) -> bool:
     return time.time() - _last_write(folder) > UNOWNED_IDLE_S
 
 
-def recorded_events(folder: Path) -> dict[str, dict[str, int]]:
-    """Each level's event lines written so far, by history file (client or nemesis)."""
+def recorded_events(folder: Path | str) -> dict[str, dict[str, int]]:
+    """Each level's event lines written so far, by history file (client or nemesis); the
+    folder or the run's id."""
+    folder = run_folder(folder) if isinstance(folder, str) else folder
     recorded: dict[str, dict[str, int]] = {}
     for level_dir in sorted((folder / LEVELS_DIR).glob("*")):
         counts = {}

@@ -10,19 +10,23 @@ import json
 
 import streamlit as st
 
-from engine import paths
-from engine.errors import LabError
-from engine.java_client import CLIENTS, describe
-from engine.level_run import producer_client_settings
-from engine.levels import LEVELS
-from engine.scenario import Scenario, with_client
+from engine.face import (
+    CLIENTS,
+    LEVELS,
+    LabError,
+    Scenario,
+    describe,
+    kafka_version,
+    producer_client_settings,
+    with_client,
+)
 from pages._shared import show_error
 
 
 def client_label(client: str) -> str:
     """The client as the picker names it: the Java roles are built against the lab's Kafka."""
     if client == "java":
-        return f"Java (kafka-clients {paths.kafka_version()})"
+        return f"Java (kafka-clients {kafka_version()})"
     return "librdkafka (confluent-kafka, Python)"
 
 

@@ -23,10 +23,15 @@ from pathlib import Path
 
 import streamlit as st
 
-from engine import record
-from engine.errors import LabError
-from engine.live import LevelSnapshot, RunWatch
-from engine.runner import Schedule
+from engine.face import (
+    LabError,
+    LevelSnapshot,
+    RecordedRun,
+    RunWatch,
+    Schedule,
+    load_run,
+    run_status,
+)
 from pages._keep import kept
 from pages._live_view import LiveView
 from pages._run_view import render_run
@@ -84,7 +89,7 @@ class RoomFeed:
 
     def begin(self, broadcast: Broadcast) -> None:
         watch = RunWatch(
-            record.run_folder(broadcast.run_id),
+            broadcast.run_id,
             list(broadcast.levels),
             broadcast.proxy_events,
             proxy_offset=broadcast.proxy_offset,
@@ -137,18 +142,18 @@ class RoomFeed:
 
 
 @st.cache_resource(max_entries=4)
-def ended_run(run_id: str) -> dict:
+def ended_run(run_id: str) -> RecordedRun:
     """A run that has ended, read once for the whole room (its record no longer changes).
 
     Thirty viewers drawing the result at the same moment would otherwise read every level's
     history and verdicts thirty times, while the presenter's page draws the same.
     """
-    return record.load_run(run_id)
+    return load_run(run_id)
 
 
 def ended(run_id: str) -> bool:
     """Whether the run has recorded its end (its folder may not exist yet at the start)."""
-    return record.run_status(run_id) in ("complete", "failed")
+    return run_status(run_id) in ("complete", "failed")
 
 
 @kept

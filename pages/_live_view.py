@@ -13,9 +13,12 @@ from html import escape
 import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
 
-from engine.levels import LEVELS
-from engine.live import LevelSnapshot, fold_faults
-from engine.runner import Schedule
+from engine.face import (
+    LEVELS,
+    LevelSnapshot,
+    Schedule,
+    fold_faults,
+)
 
 # The live view's header: how the levels share time (engine.runner.schedule_of).
 SCHEDULE_WORDS: dict[Schedule, str] = {

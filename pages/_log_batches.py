@@ -5,8 +5,12 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from engine import logs
-from engine.cluster import Cluster
+from engine.face import (
+    Cluster,
+    LogDump,
+    batch_rows,
+    dump_log,
+)
 from pages._log_common import no_none, not_ready, table, topic_picker
 from pages._presenter import room_table
 from pages._roles import is_presenter
@@ -42,7 +46,7 @@ def batches_tab(cluster: Cluster | None) -> None:
         node = left.selectbox("Node", nodes, key="logs_batch_node")
         with_data = right.checkbox("Keys and payloads", value=True, key="logs_batch_data")
         if st.button("Dump the log", type="primary"):
-            dump = logs.dump_log(
+            dump = dump_log(
                 cluster,
                 topic,
                 partition,
@@ -54,17 +58,17 @@ def batches_tab(cluster: Cluster | None) -> None:
     except Exception as exc:
         show_error(exc)
         return
-    dump: logs.LogDump | None = st.session_state.get("logs_dump")
+    dump: LogDump | None = st.session_state.get("logs_dump")
     if dump is not None:
         show_dump(dump)
 
 
-def show_dump(dump: logs.LogDump) -> None:
+def show_dump(dump: LogDump) -> None:
     st.caption(
         f"`{dump.topic}` partition {dump.partition} on node {dump.node_id}: "
         f"{len(dump.files)} segment file(s), {len(dump.batches)} batch(es)"
     )
-    rows = logs.batch_rows(dump.batches)
+    rows = batch_rows(dump.batches)
     if not rows:
         st.info("The partition holds no batches.")
         return

@@ -7,8 +7,10 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from engine import logs
-from engine.cluster import Cluster
+from engine.face import (
+    Cluster,
+    list_topic_names,
+)
 from pages._presenter import room_table
 
 ROW_HEIGHT = 35  # st.dataframe's row height: tables are sized to show every row at once
@@ -62,9 +64,7 @@ def topic_picker(cluster: Cluster, key: str) -> tuple[str, int] | None:
     """A topic of the cluster (the one used last preselected) and a partition number."""
     # The cost benchmark's scratch topics (cost-tp-..., cost-lat-...) are deleted as it goes,
     # but a deletion can lag or a stopped run leave some: they are not the room's to browse.
-    topics = [
-        t for t in logs.list_topic_names(cluster.direct_bootstrap) if not t.startswith("cost-")
-    ]
+    topics = [t for t in list_topic_names(cluster.direct_bootstrap) if not t.startswith("cost-")]
     if not topics:
         st.info("The cluster has no topics yet: run the compaction or transaction demo first.")
         return None

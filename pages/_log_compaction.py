@@ -7,8 +7,17 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from engine import logs
-from engine.cluster import Cluster
+from engine.face import (
+    LECTURE_PRESET,
+    ROLL_KEY,
+    Cluster,
+    CompactionResult,
+    CompactionSettings,
+    compaction_rows,
+    parse_records,
+    run_compaction,
+    segment_label,
+)
 from pages._log_common import no_none, not_ready, table
 from pages._presenter import presenter_on, room_table
 from pages._roles import is_presenter, require_presenter
@@ -41,8 +50,8 @@ STATUS_ICONS = {
 
 # ---- compaction -----------------------------------------------------------------------------
 PRESETS = {
-    "Lecture example (offsets 0-10)": logs.LECTURE_PRESET,
-    "Lecture example, then K2 deleted (a tombstone)": logs.LECTURE_PRESET + ",K2=",
+    "Lecture example (offsets 0-10)": LECTURE_PRESET,
+    "Lecture example, then K2 deleted (a tombstone)": LECTURE_PRESET + ",K2=",
     "Your own": None,
 }
 
@@ -59,7 +68,7 @@ def compaction_tab(cluster: Cluster | None) -> None:
     st.markdown(
         "The **active segment is never compacted**: the cleaner only touches closed segments. "
         "Kafka 4 refuses `segment.bytes` under 1 MiB, so this demo closes segments by time: "
-        f"`segment.ms` after the writes the lab writes one record with key `{logs.ROLL_KEY}`, "
+        f"`segment.ms` after the writes the lab writes one record with key `{ROLL_KEY}`, "
         "which rolls a new active segment (while waiting for tombstones to go, it writes "
         "more: only new dirty data brings the cleaner back). The broker's "
         "`log.cleaner.backoff.ms` is 1 s."
@@ -71,7 +80,7 @@ def compaction_tab(cluster: Cluster | None) -> None:
         key=f"logs_records_{preset}",
         disabled=PRESETS[preset] is not None,
     )
-    defaults = logs.CompactionSettings()
+    defaults = CompactionSettings()
     c1, c2, c3, c4 = st.columns(4)
     ratio = c1.number_input(
         "min.cleanable.dirty.ratio",
@@ -116,16 +125,16 @@ def compaction_tab(cluster: Cluster | None) -> None:
         st.caption("Writing records is the presenter's to do, on the shared screen.")
     elif st.button("Write, roll, and wait for the cleaner", type="primary"):
         require_presenter("write records to a topic")
-        settings = logs.CompactionSettings(
+        settings = CompactionSettings(
             min_cleanable_dirty_ratio=float(ratio),
             segment_ms=int(segment_ms),
             min_compaction_lag_ms=int(lag_ms),
             delete_retention_ms=int(retention_ms),
         )
         try:
-            records = logs.parse_records(text)
+            records = parse_records(text)
             with st.status("Compacting…", expanded=True) as status:
-                result = logs.run_compaction(
+                result = run_compaction(
                     cluster,
                     records,
                     settings,
@@ -139,7 +148,7 @@ def compaction_tab(cluster: Cluster | None) -> None:
             fresh = True
         except Exception as exc:
             show_error(exc)
-    result: logs.CompactionResult | None = st.session_state.get("logs_compaction")
+    result: CompactionResult | None = st.session_state.get("logs_compaction")
     if result is not None:
         with st.container(key=COMPACTION_KEY):
             show_compaction(result)
@@ -147,13 +156,13 @@ def compaction_tab(cluster: Cluster | None) -> None:
             scroll_to_key(COMPACTION_KEY)
 
 
-def show_compaction(result: logs.CompactionResult) -> None:
-    rows = logs.compaction_rows(result)
+def show_compaction(result: CompactionResult) -> None:
+    rows = compaction_rows(result)
     # The topic's name carries a run id: the engineer's, not the projector's.
     st.subheader("The compacted topic" if presenter_on() else f"`{result.topic}`")
     for note in result.notes:
         st.warning(note, icon="⏱️")
-    removed = sum(1 for r in rows if r["status"].endswith("removed") and r["key"] != logs.ROLL_KEY)
+    removed = sum(1 for r in rows if r["status"].endswith("removed") and r["key"] != ROLL_KEY)
     layout = result.layout
     m = st.columns(5)
     m[0].metric(
@@ -200,7 +209,7 @@ def show_compaction(result: logs.CompactionResult) -> None:
                     "_state": r["status"],
                 }
                 for r in rows
-                if r["key"] != logs.ROLL_KEY
+                if r["key"] != ROLL_KEY
             ]
         )
         table(before, STATUS_COLORS)
@@ -218,7 +227,7 @@ def show_compaction(result: logs.CompactionResult) -> None:
                         "offset": offset,
                         "key": rec.key,
                         "value": "null (tombstone)" if rec.value is None else rec.value,
-                        "segment": logs.segment_label(offset, layout),
+                        "segment": segment_label(offset, layout),
                         "_state": r["status"] if r else "kept",
                     }
                 )

@@ -11,11 +11,25 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from engine import logs, record
-from engine.cluster import Cluster
-from engine.events import Event, NemesisRecord
-from engine.faults import marks_a_process
-from engine.live import nemesis_text
+from engine.face import (
+    Cluster,
+    Event,
+    IsolationView,
+    NemesisRecord,
+    RecordedRun,
+    apply_batches,
+    dump_log,
+    isolation_from_run,
+    isolation_live,
+    list_runs,
+    load_run,
+    marks_a_process,
+    nemesis_text,
+    run_has_transactions,
+)
+from engine.face import (
+    open_transaction_demo as make_open_transaction,
+)
 from pages._log_common import not_ready, table, topic_picker
 from pages._presenter import room_chart
 from pages._roles import is_presenter, require_presenter
@@ -61,7 +75,7 @@ def isolation_tab(cluster: Cluster | None) -> None:
 
 
 def recorded_isolation() -> None:
-    runs = [r for r in record.list_runs() if r.get("status") == "complete"]
+    runs = [r for r in list_runs() if r.get("status") == "complete"]
     if not runs:
         st.info(
             "No recorded runs yet. Run `python -m engine run scenarios/aborted-transaction.yaml`."
@@ -76,9 +90,9 @@ def recorded_isolation() -> None:
 
     left, mid, right = st.columns([3, 2, 1])
     meta = left.selectbox("Run", runs, index=default, format_func=label, key="logs_iso_run")
-    run = record.load_run(meta["run_id"])
-    levels = list(run["levels"])
-    with_txn = [lv for lv in levels if logs.run_has_transactions(run, lv)]
+    run = load_run(meta["run_id"])
+    levels = list(run.levels)
+    with_txn = [lv for lv in levels if run_has_transactions(run, lv)]
     level = mid.selectbox(
         "Level",
         levels,
@@ -88,7 +102,7 @@ def recorded_isolation() -> None:
     partition = int(right.number_input("Partition", 0, 999, 0, key="logs_iso_run_part"))
     if level not in with_txn:
         st.info("This level wrote no transactions, so both isolation levels read the same.")
-    show_isolation(logs.isolation_from_run(run, level, partition))
+    show_isolation(isolation_from_run(run, level, partition))
     readings = offsets_readings(run, level)
     if readings:
         st.subheader("The last stable offset and the high watermark during the run")
@@ -98,12 +112,12 @@ def recorded_isolation() -> None:
             "inferred. Where the LSO stays below the high watermark, a transaction is open and "
             "read_committed readers wait."
         )
-        room_chart(offsets_figure(readings, run["levels"][level]["history"]))
+        room_chart(offsets_figure(readings, run.levels[level].history))
 
 
-def offsets_readings(run: dict[str, Any], level: str) -> list[dict[str, Any]]:
+def offsets_readings(run: RecordedRun, level: str) -> list[dict[str, Any]]:
     """The run's own readings of the LSO and high watermark (scenarios with watch_offsets)."""
-    history = run["levels"][level].get("history") or []
+    history = run.levels[level].history
     return [
         e
         for e in history
@@ -160,9 +174,9 @@ def live_isolation(cluster: Cluster) -> None:
         key="logs_live_exact",
     )
     if st.button("Read both isolation levels", type="primary"):
-        view = logs.isolation_live(cluster.direct_bootstrap, topic, partition)
+        view = isolation_live(cluster.direct_bootstrap, topic, partition)
         if exact:
-            view = logs.apply_batches(view, logs.dump_log(cluster, topic, partition).batches)
+            view = apply_batches(view, dump_log(cluster, topic, partition).batches)
         st.session_state["logs_live_view"] = view
         room_results().put(ISOLATION_READ, view)
     view = st.session_state.get("logs_live_view")
@@ -184,15 +198,15 @@ def open_transaction_demo(cluster: Cluster) -> None:
     elif st.button("Run the demo", type="primary"):
         require_presenter("run transactions on the cluster")
         with st.status("Running the transactions…", expanded=True) as status:
-            demo = logs.open_transaction_demo(
+            demo = make_open_transaction(
                 cluster.direct_bootstrap, open_records=count, progress=status.write
             )
             if cluster.backend in ("local", "docker"):
                 # The log only grows: one dump after the commit types both views' markers.
                 status.write("Dumping the log for the exact markers and producer ids")
-                batches = logs.dump_log(cluster, demo.topic).batches
-                logs.apply_batches(demo.while_open, batches)
-                logs.apply_batches(demo.after_commit, batches)
+                batches = dump_log(cluster, demo.topic).batches
+                apply_batches(demo.while_open, batches)
+                apply_batches(demo.after_commit, batches)
             status.update(label="Done", state="complete", expanded=False)
         st.session_state["logs_demo"] = demo
         st.session_state["logs_last_topic"] = demo.topic
@@ -205,7 +219,7 @@ def open_transaction_demo(cluster: Cluster) -> None:
     show_isolation(demo.after_commit)
 
 
-def show_isolation(view: logs.IsolationView) -> None:
+def show_isolation(view: IsolationView) -> None:
     st.caption(f"`{view.topic}` partition {view.partition} · {view.source}")
     m = st.columns(5)
     m[0].metric("Log start", view.log_start)
@@ -248,7 +262,7 @@ LANES = ("in the log", "read_uncommitted", "read_committed")
 LEGEND = {"committed": "committed", "aborted": "aborted", "open": "open", "marker": "marker"}
 
 
-def isolation_figure(view: logs.IsolationView) -> go.Figure:
+def isolation_figure(view: IsolationView) -> go.Figure:
     """The log and both reads as rows of offset cells, with the LSO and the HW drawn across."""
     fig = go.Figure()
     for kind, label in LEGEND.items():

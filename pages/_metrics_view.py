@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import re
 import time
-from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -16,7 +15,13 @@ import plotly.graph_objects as go
 import streamlit as st
 from plotly.subplots import make_subplots
 
-from engine import paths, record
+from engine.face import (
+    list_runs,
+    load_metrics,
+    load_result,
+    runs_signature,
+    saved_stamp,
+)
 from pages._presenter import DESK_PX, ROOM_PX, room_chart, room_table
 from pages._run_view import draw_fault_bands
 
@@ -329,28 +334,21 @@ def room_reason(reason: str) -> str:
 # metrics.json files, under one GIL beside the presenter's run. Each file is read once per
 # version (its modification time) and the parsed object is shared between sessions:
 # read-only, as every caller here uses it.
-def _stamp(path: Path) -> float | None:
-    try:
-        return path.stat().st_mtime
-    except OSError:
-        return None
-
-
 @st.cache_resource(show_spinner=False, max_entries=64)
 def _metrics_version(run_id: str, stamp: float) -> dict[str, Any] | None:
-    return record.load_metrics(run_id)
+    return load_metrics(run_id)
 
 
 @st.cache_resource(show_spinner=False, max_entries=64)
 def _result_version(run_id: str, stamp: float) -> dict[str, Any]:
-    return record.load_result(run_id)
+    return load_result(run_id)
 
 
 def versioned_metrics(run_id: str) -> tuple[float, dict[str, Any]] | None:
     """(version, metrics): a run's saved metrics with the version (metrics.json's modification
     time) they were parsed from, once per version for every session (read-only); None when
     there are none, or they are damaged."""
-    version = _stamp(record.run_folder(run_id) / record.METRICS)
+    version = saved_stamp(run_id, "metrics")
     metrics = None if version is None else _metrics_version(run_id, version)
     return None if metrics is None else (version, metrics)
 
@@ -363,25 +361,23 @@ def shared_metrics(run_id: str) -> dict[str, Any] | None:
 
 def shared_result(run_id: str) -> dict[str, Any]:
     """A run's result.json, parsed once per version for every session (read-only)."""
-    stamp = _stamp(record.run_folder(run_id) / record.RESULT)
+    stamp = saved_stamp(run_id, "result")
     if stamp is None:
-        return record.load_result(run_id)  # raises the record's own error
+        return load_result(run_id)  # raises the record's own error
     return _result_version(run_id, stamp)
 
 
 @st.cache_resource(show_spinner=False, max_entries=8)
 def _runs_version(signature: tuple[tuple[str, float | None], ...]) -> list[dict[str, Any]]:
-    return record.list_runs()
+    return list_runs()
 
 
 def shared_runs() -> list[dict[str, Any]]:
     """The recorded runs, parsed again only when a run.json changed (a stat per run, not a
     parse per run and session); read-only."""
-    root = paths.runs_dir()
-    folders = sorted(root.iterdir()) if root.is_dir() else []
-    signature = tuple((f.name, _stamp(f / record.RUN_META)) for f in folders if f.is_dir())
+    signature = runs_signature()
     if any(stamp is None for _name, stamp in signature):
-        return record.list_runs()  # a run being written, or damaged: as the record says now
+        return list_runs()  # a run being written, or damaged: as the record says now
     return _runs_version(signature)
 
 

@@ -32,11 +32,11 @@ from streamlit.proto.BackMsg_pb2 import BackMsg
 from streamlit.runtime.app_session import AppSession
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
-from engine import settings
-from engine.room import (
+from engine.face import (
     KEY_ENV,
     KEY_PARAM,
     PRESENTER,
+    PUBLISHED_ADDRESS,
     VIEWER,
     PresenterKeyError,
     UnsafeRoomError,
@@ -96,7 +96,7 @@ def role_table() -> RoleTable:
     return RoleTable()
 
 
-PUBLISHED_ENV = settings.PUBLISHED_ADDRESS.name
+PUBLISHED_ENV = PUBLISHED_ADDRESS.name
 
 
 def bind_address() -> str:
@@ -107,7 +107,7 @@ def bind_address() -> str:
     the listening address says nothing; docker-compose.yml publishes the dashboard on
     127.0.0.1 only and says so in LAB_PUBLISHED_ADDRESS.
     """
-    return settings.PUBLISHED_ADDRESS.get() or str(st.get_option("server.address") or "")
+    return PUBLISHED_ADDRESS.get() or str(st.get_option("server.address") or "")
 
 
 def obeys_debug_messages() -> bool:

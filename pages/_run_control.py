@@ -9,13 +9,18 @@ from typing import Any
 
 import streamlit as st
 
-from engine import record, settings
-from engine.errors import LabError
-from engine.faults import beyond_level_words
-from engine.live import RunWatch
-from engine.run_handle import start_run
-from engine.runner import new_run_id, schedule_of
-from engine.scenario import Scenario
+from engine.face import (
+    ONE_LEVEL_AT_A_TIME,
+    STREAMING_METRICS,
+    LabError,
+    RunWatch,
+    Scenario,
+    beyond_level_words,
+    big_run_rows,
+    new_run_id,
+    schedule_of,
+    start_run,
+)
 from pages._follow import Broadcast, proxy_start, room_feed
 from pages._live_view import LiveView
 from pages._presenter import presenter_on
@@ -40,7 +45,7 @@ def cluster_use(service: ClusterService, scenario: Scenario) -> Iterator[None]:
 def one_level_at_a_time() -> bool:
     """LAB_ONE_LEVEL_AT_A_TIME=1: every run's levels one after the other, as before they ran
     side by side (to watch one level at a time, or to compare the timings)."""
-    return settings.ONE_LEVEL_AT_A_TIME.flag()
+    return ONE_LEVEL_AT_A_TIME.flag()
 
 
 def streaming_session(scenario: Scenario, levels: list[str]) -> Any | None:
@@ -49,10 +54,9 @@ def streaming_session(scenario: Scenario, levels: list[str]) -> Any | None:
     Only when Spark is up already (a run never waits for Spark), LAB_STREAMING_METRICS is
     on, and the run is not big (a big run's metrics are computed in a process of their own).
     """
-    from engine.metrics.compute import big_run_rows
     from pages._spark import spark_service
 
-    if not settings.STREAMING_METRICS.flag():
+    if not STREAMING_METRICS.flag():
         return None
     if scenario.workload.messages * len(levels) >= big_run_rows():
         return None
@@ -108,9 +112,7 @@ def run_live(
         run_id = new_run_id(scenario.name)
         proxy = Path(cluster.proxy.events_path) if cluster.proxy else None
         proxy_offset = proxy_start(proxy)
-        watch = RunWatch(
-            record.run_folder(run_id), levels, proxy_events=proxy, proxy_offset=proxy_offset
-        )
+        watch = RunWatch(run_id, levels, proxy_events=proxy, proxy_offset=proxy_offset)
         job = start_run(
             cluster,
             scenario,

@@ -14,13 +14,25 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from engine import record
-from engine.checker import LATENCY_DEFINITION
-from engine.events import Event, NemesisRecord, ProxyRecord
-from engine.faults import fault_kind_of, lasting_spans, say_fault
-from engine.faults.base import HURT
-from engine.live import fault_fold, fault_raw, fault_text, fold_text, nemesis_text
-from engine.words import PROXY_WORDS, process_words, room_words
+from engine.face import (
+    HURT,
+    LATENCY_DEFINITION,
+    PROXY_WORDS,
+    Event,
+    NemesisRecord,
+    ProxyRecord,
+    RecordedRun,
+    fault_fold,
+    fault_kind_of,
+    fault_raw,
+    fault_text,
+    fold_text,
+    lasting_spans,
+    nemesis_text,
+    process_words,
+    room_words,
+    say_fault,
+)
 from pages._presenter import DESK_PX, ROOM_PX, presenter_on, room_table
 from pages._streams_view import render_store_counts
 
@@ -60,7 +72,7 @@ LABEL_ROWS = 5  # rows of fault labels above the timeline: a label takes the fir
 
 
 def render_run(
-    run: dict[str, Any], *, presenter: bool | None = None, scroll: bool | None = None
+    run: RecordedRun, *, presenter: bool | None = None, scroll: bool | None = None
 ) -> None:
     """The run's verdict cards, evidence, counts and timeline, the key numbers first.
 
@@ -70,7 +82,7 @@ def render_run(
     sets the layout itself (`presenter` given: the Lesson, which scrolls to its own
     explanation) is not scrolled unless it asks (`scroll`).
     """
-    meta, stored = run["meta"], run["result"]["results"]
+    meta, stored = run.meta, run.results
     # Show the levels in the order they were run (the saved JSON's keys are sorted).
     order = [lv for lv in meta.get("levels", []) if lv in stored]
     results = {lv: stored[lv] for lv in order + sorted(set(stored) - set(order))}
@@ -88,11 +100,11 @@ def render_run(
             return
         run_words = f"scenario **{meta['scenario']}** · {', '.join(results)}"
         # Runs of one scenario on two Kafka versions differ only here at a glance.
-        if kafka := record.kafka_version_of(run.get("config") or {}):
+        if kafka := run.kafka_version:
             run_words += f" · Kafka {kafka}"
         # The run id is for engineers (Replay, the command line); the projector has no use for it.
         st.caption(run_words if presenter else f"{run_words} · run `{meta['run_id']}`")
-        teaches = ((run.get("config") or {}).get("scenario") or {}).get("teaches") or {}
+        teaches = (run.config.get("scenario") or {}).get("teaches") or {}
         render_verdict_cards(results, teaches)
         if presenter:
             render_timeline(run, results, type_px=ROOM_PX)
@@ -169,11 +181,9 @@ def scroll_to_selector(selector: str) -> None:
     st.html(SCROLL_SCRIPT % selector, unsafe_allow_javascript=True)
 
 
-def render_timeline(
-    run: dict[str, Any], results: dict[str, Any], *, type_px: int = DESK_PX
-) -> None:
+def render_timeline(run: RecordedRun, results: dict[str, Any], *, type_px: int = DESK_PX) -> None:
     """The level picker (opened on the failing level), its timeline and its verdict table."""
-    run_id = run["meta"]["run_id"]
+    run_id = run.run_id
     level = st.radio(
         "Level to inspect",
         list(results),
@@ -181,10 +191,10 @@ def render_timeline(
         horizontal=True,
         key=f"lvl-{run_id}",
     )
-    data = run["levels"].get(level)
+    data = run.levels.get(level)
     if not data:
         return
-    history, verdicts = data["history"], data.get("verdicts")
+    history, verdicts = data.history, data.verdicts
     figure, unlabelled = timeline(history, results[level], verdicts, type_px=type_px)
     st.plotly_chart(figure, width="stretch")
     if unlabelled:  # shaded on the chart, but no room for their words there
@@ -195,7 +205,7 @@ def render_timeline(
                 for b in unlabelled
             )
         )
-    render_verdicts(data["verdicts"], results[level], key=f"v-{run_id}-{level}")
+    render_verdicts(data.verdicts, results[level], key=f"v-{run_id}-{level}")
 
 
 # The counts a card may teach, with the words the room reads under the number.

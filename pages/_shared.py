@@ -9,8 +9,13 @@ from __future__ import annotations
 
 import streamlit as st
 
-from engine.cluster.service import ClusterService, NodeAdvice, SharedExclusiveLock, node_advice
-from engine.errors import LabError
+from engine.face import (
+    ClusterService,
+    LabError,
+    NodeAdvice,
+    SharedExclusiveLock,
+    node_advice,
+)
 from pages._keep import kept
 from pages._roles import require_presenter
 

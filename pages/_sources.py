@@ -11,7 +11,9 @@ from collections.abc import Sequence
 
 import streamlit as st
 
-from engine.scenario import Source
+from engine.face import (
+    Source,
+)
 
 
 def footnote_markdown(sources: Sequence[Source]) -> str:

@@ -11,7 +11,11 @@ import time
 from concurrent.futures import Future
 from typing import TYPE_CHECKING
 
-from engine import settings
+from engine.face import (
+    SPARK_AUTOSTART,
+    start_spark_in_background,
+    warm_up_judgement,
+)
 from pages._keep import kept
 
 if TYPE_CHECKING:
@@ -36,7 +40,6 @@ class SparkService:
 
     def ensure_started(self) -> None:
         """Start the session in a thread unless it is starting, running, or failed just now."""
-        from engine.metrics.session import start_spark_in_background
         from pages._shared import cluster_service
 
         with self._lock:
@@ -50,8 +53,6 @@ class SparkService:
             self._future.add_done_callback(self._then_warm_up_kafka)
 
     def _warm_up(self, spark: SparkSession) -> None:
-        from engine.metrics.warm_up import warm_up_judgement
-
         self._progress("warming up the metrics job", 0.95)
         warm_up_judgement(spark)
 
@@ -72,8 +73,6 @@ class SparkService:
         Without it, the first real judgement also loads and compiles Spark's Kafka source,
         about a second more (benchmarks/METRICS.md).
         """
-        from engine.metrics.warm_up import warm_up_judgement
-
         service = self._clusters
         if service is None:
             return
@@ -131,5 +130,5 @@ def autostart_spark() -> None:
     """
     from pages._roles import is_presenter
 
-    if settings.SPARK_AUTOSTART.get() != "0" and is_presenter():
+    if SPARK_AUTOSTART.get() != "0" and is_presenter():
         spark_service().ensure_started()

@@ -13,23 +13,28 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from engine import streams
-from engine.events import Event
-from engine.levels import STREAMS_LEVELS
-from engine.words import process_words
+from engine.face import (
+    STREAMS_LEVELS,
+    AccountTotals,
+    Event,
+    RecordedRun,
+    payments_made,
+    process_words,
+    store_at_end,
+)
 from pages._presenter import room_table
 
 
 def store_rows(history: list[dict[str, Any]], ledger: list[int]) -> list[dict[str, Any]] | None:
     """One row per account: counted and made, payments and amounts; None without a store."""
-    store = streams.store_at_end(history)
+    store = store_at_end(history)
     if store is None:
         return None
-    made = streams.payments_made(ledger)
+    made = payments_made(ledger)
     rows = []
     for account in sorted(set(made) | set(store)):
-        counted = store.get(account, streams.AccountTotals(0, 0))
-        truth = made.get(account, streams.AccountTotals(0, 0))
+        counted = store.get(account, AccountTotals(0, 0))
+        truth = made.get(account, AccountTotals(0, 0))
         rows.append(
             {
                 "account": account,
@@ -43,7 +48,7 @@ def store_rows(history: list[dict[str, Any]], ledger: list[int]) -> list[dict[st
     return rows
 
 
-def verdict(counted: streams.AccountTotals, made: streams.AccountTotals) -> str:
+def verdict(counted: AccountTotals, made: AccountTotals) -> str:
     if counted == made:
         return "✅"
     return "❌ over-counted" if counted.count > made.count else "❌ under-counted"
@@ -62,23 +67,23 @@ def restore_line(history: list[dict[str, Any]]) -> str | None:
     )
 
 
-def render_store_counts(run: dict[str, Any], results: dict[str, Any]) -> None:
+def render_store_counts(run: RecordedRun, results: dict[str, Any]) -> None:
     """The state store beside the truth, one column per Kafka Streams level of the run."""
-    shown = [lv for lv in results if lv in STREAMS_LEVELS and lv in run.get("levels", {})]
+    shown = [lv for lv in results if lv in STREAMS_LEVELS and lv in run.levels]
     if not shown:
         return
     with st.expander("The state store beside the truth", expanded=True):
         columns = st.columns(len(shown))
         for column, level in zip(columns, shown, strict=True):
-            recorded = run["levels"][level]
-            ledger = [v["id"] for v in recorded["verdicts"]]
-            rows = store_rows(recorded["history"], ledger)
+            recorded = run.levels[level]
+            ledger = [v["id"] for v in recorded.verdicts]
+            rows = store_rows(recorded.history, ledger)
             with column:
                 st.markdown(f"**{level}**")
                 if rows is None:
                     st.caption("No Kafka Streams instance opened its store in this run.")
                     continue
-                if (line := restore_line(recorded["history"])) is not None:
+                if (line := restore_line(recorded.history)) is not None:
                     st.markdown(f"- {line}")
                 wrong = [r for r in rows if r["right"] != "✅"]
                 for row in wrong[:1]:

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import streamlit as st
 
-from engine.errors import LabError
-from engine.teaching import nodes_text
+from engine.face import (
+    LabError,
+    nodes_text,
+)
 from pages._roles import is_presenter
 from pages._shared import ClusterService, node_advice, show_error
 

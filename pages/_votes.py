@@ -14,11 +14,25 @@ from pathlib import Path
 
 import streamlit as st
 
-from engine import record
-from engine.errors import LabError
-from engine.lesson import Condition, Lesson, Step, judge_prediction, list_lessons, load_lesson
-from engine.scenario import ScenarioError, count_of, list_scenarios, load_scenario
-from engine.vote import RoomVotes, StepVote, Tally, VoteError, votes_text
+from engine.face import (
+    Condition,
+    LabError,
+    Lesson,
+    RoomVotes,
+    ScenarioError,
+    Step,
+    StepVote,
+    Tally,
+    VoteError,
+    count_of,
+    judge_prediction,
+    list_lessons,
+    list_scenarios,
+    load_lesson,
+    load_result,
+    load_scenario,
+    votes_text,
+)
 from pages._follow import ended, ended_run, room_feed, watch_run
 from pages._keep import kept
 from pages._roles import session_id
@@ -160,7 +174,7 @@ def viewer_lesson() -> None:
         show_error(exc)
         return
     st.subheader("3 · Explain")
-    explain(step, vote.prediction, run["result"]["results"], vote)
+    explain(step, vote.prediction, run.results, vote)
     drawable = [r for r in vote.runs if _drawable(r)]
     runs_side_by_side(step, drawable, vote.what_ifs)
     what_if_block(step, drawable, vote.what_ifs)
@@ -240,7 +254,7 @@ def deciding_counts(step: Step) -> list[Condition]:
 
 @st.cache_resource(max_entries=32)
 def _ended_result(run_id: str) -> dict:
-    return record.load_result(run_id)
+    return load_result(run_id)
 
 
 def runs_side_by_side(step: Step, runs: list[str], what_ifs: dict[str, str]) -> None:

@@ -7,9 +7,13 @@ from collections import Counter
 
 import streamlit as st
 
-from engine import settings
-from engine.cluster import default_nodes
-from engine.errors import LabError
+from engine.face import (
+    AUTOSTART,
+    BACKEND,
+    NODES,
+    LabError,
+    default_nodes,
+)
 from pages._roles import is_presenter
 from pages._shared import ClusterService, cluster_service, show_error
 
@@ -21,11 +25,11 @@ VIEWER_REFRESH_S = 6.0
 
 def render_cluster_panel() -> None:
     service = cluster_service()
-    if settings.AUTOSTART.flag():
+    if AUTOSTART.flag():
         # Once per server process: a cluster stopped in the sidebar stays stopped. The
         # dashboard container of docker-compose.yml sets LAB_BACKEND=docker.
-        backend = str(settings.BACKEND.get())
-        nodes = int(settings.NODES.get() or default_nodes(backend))
+        backend = str(BACKEND.get())
+        nodes = int(NODES.get() or default_nodes(backend))
         service.autostart(backend=backend, nodes=nodes)
     # The state this page was drawn with; the sidebar's own reruns compare against it.
     st.session_state[SEEN_STATE] = service.state

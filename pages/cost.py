@@ -14,10 +14,16 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from engine.cost import published, report
-from engine.cost.suite import QUICK_MESSAGES, QuickResult, run_quick
-from engine.cost.throughput import BASELINE, Matrix
-from engine.errors import LabError
+from engine.face import (
+    BASELINE,
+    QUICK_MESSAGES,
+    LabError,
+    Matrix,
+    QuickResult,
+    published,
+    report,
+    run_quick,
+)
 from pages._presenter import room_chart, room_table
 from pages._roles import is_presenter
 from pages._shared import cluster_service, require_app, show_error

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import streamlit as st
 
-from engine import record
-from engine.errors import LabError
-from engine.levels import LEVELS
-from engine.scenario import ScenarioError, list_scenarios, load_scenario
-from engine.teaching import (
+from engine.face import (
+    LEVELS,
+    LabError,
+    ScenarioError,
     describe_seconds,
     group_of,
     grouped_scenario_names,
+    list_scenarios,
+    load_run,
+    load_scenario,
     nodes_text,
     recorded_seconds,
     scenario_label,
@@ -180,7 +182,7 @@ def show_run(run_id: str) -> None:
     st.session_state["lab_runs"] = {**st.session_state.get("lab_runs", {}), name: run_id}
     st.session_state["lab_run_id"] = run_id  # the Metrics page opens on it
     try:
-        render_run(record.load_run(run_id))
+        render_run(load_run(run_id))
     except LabError as exc:
         show_error(exc)
 

@@ -15,19 +15,21 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from engine import record
-from engine.errors import LabError
-from engine.freeplay import (
+from engine.face import (
     BUTTONS,
+    CORE_LEVELS,
+    LEVELS,
     RATE_BOUNDS,
     RESTART_BOUNDS,
     TIME_LIMIT_BOUNDS,
     FreePlay,
     FreePlaySettings,
+    LabError,
+    LevelSnapshot,
+    RunWatch,
     broker_faults_refused,
+    load_run,
 )
-from engine.levels import CORE_LEVELS, LEVELS
-from engine.live import LevelSnapshot, RunWatch
 from pages._follow import Broadcast, follow_panel, proxy_start, room_feed
 from pages._live_view import COUNTERS, LiveView
 from pages._presenter import presenter_on
@@ -278,6 +280,6 @@ elif session is not None:
         )
         st.session_state["lab_run_id"] = session.run_id  # the Metrics page opens on it
         try:
-            render_run(record.load_run(session.run_id))
+            render_run(load_run(session.run_id))
         except LabError as exc:
             show_error(exc)

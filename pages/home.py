@@ -7,9 +7,14 @@ import json
 
 import streamlit as st
 
-from engine.levels import CORE_LEVELS, LEVELS, PROCESSOR_CONSUMER
-from engine.paths import kafka_version
-from engine.teaching import lesson_plans, nodes_text
+from engine.face import (
+    CORE_LEVELS,
+    LEVELS,
+    PROCESSOR_CONSUMER,
+    kafka_version,
+    lesson_plans,
+    nodes_text,
+)
 from pages._shared import cluster_service, require_app
 from pages._teacher import lesson_cluster
 

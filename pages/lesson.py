@@ -8,12 +8,21 @@ from __future__ import annotations
 
 import streamlit as st
 
-from engine import record
-from engine.errors import LabError
-from engine.lesson import LessonProgress, list_lessons, load_lesson
-from engine.scenario import ScenarioError, list_scenarios, load_scenario
-from engine.teaching import FIRST_LESSON, lesson_nodes, scenario_nodes
-from engine.vote import Ballot, save_vote
+from engine.face import (
+    FIRST_LESSON,
+    Ballot,
+    LabError,
+    LessonProgress,
+    ScenarioError,
+    lesson_nodes,
+    list_lessons,
+    list_scenarios,
+    load_lesson,
+    load_run,
+    load_scenario,
+    save_vote,
+    scenario_nodes,
+)
 from pages._follow import room_feed
 from pages._roles import is_presenter, room_watches
 from pages._run_control import run_live
@@ -265,11 +274,11 @@ if here.locked:
 
 if here.plain_runs:
     try:
-        run = record.load_run(here.plain_runs[-1])
+        run = load_run(here.plain_runs[-1])
     except LabError as exc:
         show_error(exc)
         st.stop()
-    results = run["result"]["results"]
+    results = run.results
     st.subheader("3 · Explain", anchor="explain")
     if st.session_state.pop(f"{widget}-scroll", False):
         scroll_to_selector("#explain")

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import streamlit as st
 
-from engine.cluster import Cluster
+from engine.face import (
+    Cluster,
+)
 from pages._log_batches import batches_tab
 from pages._log_compaction import compaction_tab
 from pages._log_isolation import isolation_tab

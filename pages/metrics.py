@@ -7,12 +7,27 @@ from typing import Any
 
 import streamlit as st
 
-from engine import record, settings
-from engine.checker import LATENCY_DEFINITION
-from engine.errors import LabError
-from engine.metrics import streaming
-from engine.metrics.compute import RECORD_SOURCE, STREAM_SOURCE
-from engine.metrics.service import MetricsService
+from engine.face import (
+    LATENCY_DEFINITION,
+    RECORD_SOURCE,
+    SO_FAR_EVERY_S,
+    STREAM_SOURCE,
+    STREAMING_METRICS,
+    LabError,
+    LiveRun,
+    MetricsService,
+    SoFar,
+    compute_and_save,
+    followed,
+    is_live,
+    live_runs,
+    load_metrics,
+    read_page,
+    run_kafka_version,
+    verdict_kinds,
+    wait_for_followed,
+    why_not_followed,
+)
 from pages._keep import kept
 from pages._metrics_view import (
     COMPARED,
@@ -94,12 +109,10 @@ def computations() -> MetricsService:
 def compute_once(run_id: str, service: SparkService) -> dict[str, Any] | None:
     """The run's saved metrics, computed now unless another session just did, or Spark's
     streaming queries that followed the run are finishing them (then they are awaited)."""
-    from engine.metrics.streaming import followed, wait_for_followed, why_not_followed
-
-    if followed(run_id) and record.load_metrics(run_id) is None:
+    if followed(run_id) and load_metrics(run_id) is None:
         with st.spinner("Spark is finishing the metrics it computed while the run ran…"):
             wait_for_followed(run_id)
-    elif (why := why_not_followed(run_id)) and record.load_metrics(run_id) is None:
+    elif (why := why_not_followed(run_id)) and load_metrics(run_id) is None:
         st.info(f"{why} Spark's batch job computes them now, after the run.")
     return computations().saved_or_computed(run_id, lambda: compute(run_id, service))
 
@@ -109,8 +122,6 @@ def recompute(run_id: str, service: SparkService) -> dict[str, Any] | None:
 
 
 def compute(run_id: str, service: SparkService) -> dict[str, Any] | None:
-    from engine.metrics.compute import compute_and_save
-
     with st.status("Spark is computing the metrics…", expanded=True) as status:
         bar = st.progress(0.0)
         line = st.empty()
@@ -159,7 +170,7 @@ def render(meta: dict[str, Any], version: float, metrics: dict[str, Any]) -> Non
     """The run's metrics as saved in `version` of its metrics.json; the charts and tables are
     drawn once per version for the whole room (pages/_metrics_view.py, shared drawings)."""
     when = time.strftime("%H:%M:%S", time.localtime(metrics.get("computed_at") or 0))
-    made_on = record.run_kafka_version(meta["run_id"])
+    made_on = run_kafka_version(meta["run_id"])
     st.caption(
         f"**Final numbers**, {produced_by(metrics)}. Spark read **{metrics.get('source')}** "
         f"(computed at {when})." + (f" The run was made on Kafka {made_on}." if made_on else "")
@@ -234,8 +245,6 @@ VERDICT_PAGE_SIZE = 1_000
 
 def render_verdict_pages(run_id: str, level: str, result: dict[str, Any]) -> None:
     """A big run's table, a page at a time from its Parquet copy (never loaded whole)."""
-    from engine.metrics.verdict_table import read_page, verdict_kinds
-
     try:
         kinds = verdict_kinds(run_id, level)
     except LabError as exc:
@@ -282,8 +291,6 @@ def render_history(
             key="metrics_fill_history",
         )
         if clicked:
-            from engine.metrics.compute import compute_and_save
-
             bar = st.progress(0.0, text="Spark is computing the older runs…")
             for i, meta in enumerate(missing, start=1):
                 try:
@@ -322,12 +329,12 @@ def live_panel(presenter: bool) -> None:
     viewers show what it counted last."""
     # With the setting on, the panel keeps looking, so a run started from another page
     # shows here as it starts.
-    if not settings.STREAMING_METRICS.flag() and not streaming.live_runs():
+    if not STREAMING_METRICS.flag() and not live_runs():
         return
 
     @st.fragment(run_every=LIVE_EVERY_S)
     def panel() -> None:
-        running = streaming.live_runs()
+        running = live_runs()
         if not running:
             if st.session_state.pop("metrics_live_shown", False):
                 st.rerun()  # the run has ended: the whole page, with its final numbers
@@ -346,7 +353,7 @@ def live_panel(presenter: bool) -> None:
     panel()
 
 
-def draw_so_far(run: streaming.LiveRun, so_far: streaming.SoFar | None) -> None:
+def draw_so_far(run: LiveRun, so_far: SoFar | None) -> None:
     """The live panel's heading, caption and chart."""
     st.subheader(f"While {run.scenario or 'the run'} runs: what Spark has read so far")
     if so_far is None:
@@ -356,7 +363,7 @@ def draw_so_far(run: streaming.LiveRun, so_far: streaming.SoFar | None) -> None:
         )
         return
     age = max(0.0, time.time() - so_far.at)
-    every = streaming.SO_FAR_EVERY_S
+    every = SO_FAR_EVERY_S
     st.caption(
         f"Counted by Spark {age:.0f} s ago (at most every {every:.0f} s) from the "
         f"{so_far.rows_read:,} records its streaming queries have read from Kafka (each "
@@ -399,7 +406,7 @@ if presenter:
 spark_panel(service, presenter)
 
 saved = shared_metrics(meta["run_id"])
-if saved is None and streaming.is_live(meta["run_id"]):
+if saved is None and is_live(meta["run_id"]):
     # Its streaming queries' final numbers are being finished: no batch job beside them.
     st.info("Spark's streaming queries are finishing this run's numbers; they show here then.")
     st.stop()

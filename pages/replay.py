@@ -6,10 +6,18 @@ import time
 
 import streamlit as st
 
-from engine import history, record
-from engine.errors import LabError
-from engine.vote import load_vote, votes_text
-from engine.words import event_words, process_words
+from engine.face import (
+    LabError,
+    event_words,
+    level_events,
+    list_runs,
+    load_run,
+    load_vote,
+    process_words,
+    recorded_events,
+    run_folder,
+    votes_text,
+)
 from pages._presenter import room_table
 from pages._run_view import render_run
 from pages._shared import require_app, show_error
@@ -19,7 +27,7 @@ require_app()
 
 st.title("Replay")
 st.caption("Every run is recorded under runs/. Replaying one needs no Kafka, no Java, no Docker.")
-runs = record.list_runs()
+runs = list_runs()
 if not runs:
     st.info(
         "No recorded runs yet. Run a scenario in the Failure lab, or with "
@@ -57,7 +65,7 @@ def render_interrupted(meta: dict) -> None:
         "Nothing was judged.",
         icon="⏹️",
     )
-    recorded = meta.get("recorded") or record.recorded_events(record.run_folder(meta["run_id"]))
+    recorded = meta.get("recorded") or recorded_events(meta["run_id"])
     if not recorded:
         st.caption("No client had written an event yet.")
         return
@@ -69,14 +77,14 @@ def render_interrupted(meta: dict) -> None:
             for name, count in files.items()
         ]
     )
-    folder = record.run_folder(meta["run_id"])
+    folder = run_folder(meta["run_id"])
     for level, files in recorded.items():
         total = sum(files.values())
         with st.expander(f"{level}: the last events before it stopped"):
             if total > MAX_EVENTS_READ:
                 st.caption(f"{total:,} events: too many to read here; they are in {folder}.")
                 continue
-            events = history.merge(sorted(record.level_folder(folder, level).glob("*.jsonl")))
+            events = level_events(meta["run_id"], level)
             began = float(meta.get("started_at") or 0)
             room_table(
                 [
@@ -131,8 +139,8 @@ try:
     if chosen.get("status") == "interrupted":
         render_interrupted(chosen)
     else:
-        run = record.load_run(chosen["run_id"])
-        room_vote(chosen["run_id"], run["result"]["results"])
+        run = load_run(chosen["run_id"])
+        room_vote(chosen["run_id"], run.results)
         render_run(run)
 except LabError as exc:
     show_error(exc)

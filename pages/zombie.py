@@ -16,12 +16,18 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from engine import record
-from engine.errors import LabError
-from engine.events import Event
-from engine.faults import lasting_spans
-from engine.scenario import list_scenarios, load_scenario
-from engine.words import process_words
+from engine.face import (
+    Event,
+    LabError,
+    TopicGoneError,
+    dump_log,
+    lasting_spans,
+    list_runs,
+    list_scenarios,
+    load_run,
+    load_scenario,
+    process_words,
+)
 from pages._presenter import presenter_on, room_chart, room_table
 from pages._roles import is_presenter
 from pages._run_control import run_live
@@ -53,7 +59,7 @@ if is_presenter() and st.button(
 
 runs = [
     r
-    for r in record.list_runs()
+    for r in list_runs()
     if r.get("scenario") == "zombie"
     and LEVEL in r.get("levels", [])
     and r.get("status") == "complete"
@@ -67,12 +73,12 @@ if st.session_state.get("zombie_pick") not in ids:
     st.session_state["zombie_pick"] = chosen if chosen in ids else ids[0]
 run_id = st.selectbox("Run", ids, key="zombie_pick")
 try:
-    run = record.load_run(run_id)
+    run = load_run(run_id)
 except LabError as exc:
     show_error(exc)
     st.stop()
-history: list[dict[str, Any]] = run["levels"][LEVEL]["history"]
-result = run["result"]["results"][LEVEL]
+history: list[dict[str, Any]] = run.levels[LEVEL].history
+result = run.results[LEVEL]
 start = result.get("started_at") or history[0]["t"]
 
 
@@ -159,7 +165,6 @@ if cluster is None or not cluster.supports_broker_faults:
         "see them. The history above needs no cluster."
     )
     st.stop()
-from engine.logs import TopicGoneError, dump_log  # noqa: E402 (only when there is a cluster)
 
 try:
     dump = dump_log(cluster, result["sink_topic"], 0)

@@ -9,7 +9,7 @@ import threading
 import time
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from confluent_kafka import KafkaException
 
@@ -17,6 +17,9 @@ from engine.events import Event
 from engine.kafka import admin
 from engine.logs.batches import Batch
 from engine.logs.errors import LogViewError
+
+if TYPE_CHECKING:
+    from engine.record import RecordedRun
 from engine.logs.reading import (
     LogRecord,
     PartitionRead,
@@ -258,7 +261,7 @@ def _sink_waits(
     return {o: round((consumed[o] - acked[o]) * 1000) for o in consumed if o in acked}
 
 
-def isolation_from_run(run: dict[str, Any], level: str, partition: int = 0) -> IsolationView:
+def isolation_from_run(run: RecordedRun, level: str, partition: int = 0) -> IsolationView:
     """A recorded run's judged topic at both isolation levels, from runs/RUN_ID (no Kafka).
 
     The record holds the read_committed read, and the read at the level's own isolation. For
@@ -266,12 +269,11 @@ def isolation_from_run(run: dict[str, Any], level: str, partition: int = 0) -> I
     writer (an offset per ack); markers are the offsets in neither, typed by the run's
     transaction events.
     """
-    run_id = run.get("meta", {}).get("run_id", "?")
-    data = run.get("levels", {}).get(level)
-    result = run.get("result", {}).get("results", {}).get(level)
+    data = run.levels.get(level)
+    result = run.results.get(level)
     if data is None or result is None:
-        raise LogViewError(f"Run {run_id} has no level '{level}'; pick one of its levels.")
-    stored, history = data["stored"], data["history"]
+        raise LogViewError(f"Run {run.run_id} has no level '{level}'; pick one of its levels.")
+    stored, history = data.stored, data.history
     topic = result.get("sink_topic", "?")
     # The judged topic is the processor's output for a processor pipeline, else the input.
     writes = ("output_acked",) if topic.endswith(".out") else ("ack",)
@@ -342,7 +344,7 @@ def isolation_from_run(run: dict[str, Any], level: str, partition: int = 0) -> I
     return IsolationView(
         topic,
         partition,
-        f"recorded run {run_id}, level {level}",
+        f"recorded run {run.run_id}, level {level}",
         rows,
         0,
         end,
@@ -352,9 +354,9 @@ def isolation_from_run(run: dict[str, Any], level: str, partition: int = 0) -> I
     )
 
 
-def run_has_transactions(run: dict[str, Any], level: str) -> bool:
-    data = run.get("levels", {}).get(level) or {}
-    return any(e.get("ev") == Event.TXN_BEGIN for e in data.get("history", []))
+def run_has_transactions(run: RecordedRun, level: str) -> bool:
+    data = run.levels.get(level)
+    return data is not None and any(e.get("ev") == Event.TXN_BEGIN for e in data.history)
 
 
 def wait_until_stable(bootstrap: str, topic: str, partition: int = 0, timeout: float = 10.0) -> int:

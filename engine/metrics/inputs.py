@@ -195,9 +195,9 @@ def read_recorded(spark: SparkSession, run_id: str) -> tuple[DataFrame, DataFram
     """
     run = record.load_run(run_id)
     rows: dict[str, list[tuple[Any, ...]]] = {"read_uncommitted": [], "read_committed": []}
-    for level, data in run["levels"].items():
-        topic = run["result"]["results"][level]["sink_topic"]
-        stored = data["stored"]
+    for level, data in run.levels.items():
+        topic = run.results[level]["sink_topic"]
+        stored = data.stored
         views = {"read_committed": stored["read_committed"]}
         # judge() parses values from the read_uncommitted view, which holds every record
         # of the read_committed one; unknown here, it is the read_committed view again.

@@ -72,10 +72,10 @@ def assert_as_its_file_says(scenario: Scenario, cluster: Any, output: dict[str, 
                 assert elr, (level, result["faults"])
 
     recorded = record.load_run(output["run_id"])
-    assert recorded["meta"]["status"] == "complete"
-    assert recorded["result"]["results"] == json.loads(json.dumps(output["results"]))
+    assert recorded.meta["status"] == "complete"
+    assert recorded.results == json.loads(json.dumps(output["results"]))
     for level in scenario.levels:
-        assert len(recorded["levels"][level]["verdicts"]) == scenario.workload.messages
+        assert len(recorded.levels[level].verdicts) == scenario.workload.messages
 
 
 # What a run reads of each level's own partition (engine.replica_watches, the replication

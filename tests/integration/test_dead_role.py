@@ -59,6 +59,6 @@ def test_a_producer_killed_by_a_person_ends_its_level_at_once(cluster1, monkeypa
     assert time.monotonic() - killed_at < 60
     runs = record.list_runs()
     run = record.load_run(runs[0]["run_id"])
-    assert run["meta"]["status"] == "failed"
-    kept = set(run["result"]["results"])
+    assert run.meta["status"] == "failed"
+    kept = set(run.results)
     assert "at-least-once" not in kept and {"at-most-once", "exactly-once"} <= kept

@@ -33,7 +33,7 @@ def with_workload(name: str, **workload) -> object:
 
 def stopped_batch(run_id: str, level: str) -> list[int]:
     """The ids of the batch that the fault point stopped the processor in, from the history."""
-    history = record.load_run(run_id)["levels"][level]["history"]
+    history = record.load_run(run_id).levels[level].history
     reached = [e for e in history if e["ev"] == "failpoint_reached"]
     assert len(reached) == 1, "the first processor stops once, at its fault point"
     assert reached[0]["point"] == "after commit_gap #2"
@@ -106,7 +106,7 @@ def test_a_zombie_is_fenced_by_its_group_and_its_numbers_are_explained(cluster1)
             assert result["duplicates"] == 4 and result["lost"] == 0
             # Every output landed: the group refused the zombie, no write was refused.
             assert (result["writes_refused"], result["commits_refused"]) == (0, 1)
-            fenced = [e for e in run["levels"][level]["history"] if e["ev"] == "fenced"]
+            fenced = [e for e in run.levels[level].history if e["ev"] == "fenced"]
             assert fenced and fenced[0]["error"] in ("FENCED_INSTANCE_ID", "_FATAL")
             assert fenced[0]["by"] == "group coordinator"
             assert any("At least once allows this" in w for w in explained["why"])
@@ -119,7 +119,7 @@ def test_a_zombie_is_fenced_by_its_group_and_its_numbers_are_explained(cluster1)
             assert (result["writes_refused"], result["txn_calls_refused"]) == (0, 1)
         assert any("frozen (SIGSTOP) at its fault point" in e for e in explained["evidence"])
         # The clients ran with the settings the home page shows, plus names only.
-        history = run["levels"][level]["history"]
+        history = run.levels[level].history
         starts = {e["proc"]: e for e in history if e["ev"] == "start"}
         assert PROCESSOR_CONSUMER.items() <= starts["processor"]["consumer_config"].items()
         assert LEVELS[level].consumer.items() <= starts["sink"]["config"].items()
@@ -178,7 +178,7 @@ def test_a_replacement_producer_decides_from_its_outbox_or_from_kafka(cluster1):
     run = record.load_run(output["run_id"])
     policies = {}
     for level in scenario.levels:
-        history = run["levels"][level]["history"]
+        history = run.levels[level].history
         resumes = [e for e in history if e["ev"] == "resume"]
         assert len(resumes) == 1
         policies[level] = (resumes[0]["policy"], resumes[0]["source"])

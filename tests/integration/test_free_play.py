@@ -138,13 +138,13 @@ def test_each_strike_is_the_real_fault_in_every_level_and_the_counts_move(cluste
     assert session.output is not None
     results = session.output["results"]
     run = record.load_run(session.run_id)
-    assert run["meta"]["status"] == "complete"
+    assert run.meta["status"] == "complete"
     for level in LEVELS:
         result = results[level]
         kinds = [f.get("kind") for f in result["faults"] if f.get("source") != "proxy"]
         for kind in ("drop-produce-response", "crash", "pause", "resume"):
             assert kind in kinds, (level, kinds)
-        assert result["sent"] == len(run["levels"][level]["verdicts"]) > 0
+        assert result["sent"] == len(run.levels[level].verdicts) > 0
     # What each level shows, whatever moment the signals hit. At-most-once's producer gave
     # up on the write whose ack was dropped (no retries). Its duplicates are not asserted:
     # once in several runs librdkafka (retries=0) sent the message after the reset twice,
@@ -166,7 +166,7 @@ def test_free_play_stops_by_itself_at_its_time_limit(cluster1):
     # About rate x limit messages: the stream ran for its limit, then stopped.
     assert 5 <= result["sent"] <= settings.messages
     assert result["lost"] == 0 and result["duplicates"] == 0
-    assert record.load_run(session.run_id)["meta"]["status"] == "complete"
+    assert record.load_run(session.run_id).meta["status"] == "complete"
 
 
 def test_killing_the_partition_leader_strikes_every_level_and_the_broker_comes_back(cluster3):

@@ -60,9 +60,9 @@ def test_a_missing_postgres_is_one_line_and_the_other_levels_are_kept(cluster1, 
     assert "Connection refused" in why
     assert "`docker compose up -d postgres`" in why and "unset LAB_DEDUP_DSN" in why
     recorded = record.load_run(output["run_id"])
-    assert recorded["meta"]["status"] == "complete"
-    assert recorded["meta"]["not_run"] == {"idempotency-key": why}
-    assert list(recorded["result"]["results"]) == ["at-least-once"]
+    assert recorded.meta["status"] == "complete"
+    assert recorded.meta["not_run"] == {"idempotency-key": why}
+    assert list(recorded.results) == ["at-least-once"]
 
 
 def test_the_command_line_prints_the_kept_results_then_one_error_line(cluster1, tmp_path):

@@ -240,4 +240,4 @@ def test_the_command_lines_client_choice_runs_the_java_producer(cluster1):
     result = output["results"]["client-defaults"]
     assert result["duplicates"] == 0 and result["lost"] == 0
     assert producer_start(output, "client-defaults")["client"] == "java"
-    assert "client: java" in record.load_run(output["run_id"])["scenario_text"]
+    assert "client: java" in record.load_run(output["run_id"]).scenario_text

@@ -52,7 +52,7 @@ def test_the_replacement_starts_where_the_coordinator_says(name, cluster1):
 
     dropped = [f for f in result["faults"] if f.get("source") == "proxy" and f["kind"] == event]
     assert len(dropped) == 1, [f["kind"] for f in result["faults"]]
-    history = record.load_run(output["run_id"])["levels"][level]["history"]
+    history = record.load_run(output["run_id"]).levels[level].history
     first_read = next(e for e in history if e["proc"] == "processor#2" and e["ev"] == "consumed")
     assert first_read["offset"] == start
     assert any("correlation id" in line for line in result["explain"]["evidence"])

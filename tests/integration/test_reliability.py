@@ -25,8 +25,8 @@ def test_a_run_that_fails_midway_stops_its_clients_and_is_recorded_as_failed(clu
         run_scenario(scenario, cluster1, levels=["at-least-once"], run_id="failing-run-1")
     assert "Traceback" not in str(failure.value)
     run = record.load_run("failing-run-1")
-    assert run["meta"]["status"] == "failed"
-    assert "did not finish within 2s" in run["meta"]["reason"]
+    assert run.meta["status"] == "failed"
+    assert "did not finish within 2s" in run.meta["reason"]
     # Every client process of the run has exited (SIGCONT, SIGTERM, then SIGKILL if needed);
     # their command lines name their spec files inside the run folder.
     for proc in Path("/proc").iterdir():

@@ -103,7 +103,7 @@ def test_a_fenced_zombie_producer_whose_replacement_owns_the_id_stops(cluster1):
     assert (result["lost"], result["never_sent"], result["duplicates"]) == (0, 0, 0)
     ids = kcat_ids(cluster1.direct_bootstrap, result["sink_topic"], "read_committed")
     assert sorted(ids) == list(range(15))
-    history = record.load_run(output["run_id"])["levels"]["exactly-once"]["history"]
+    history = record.load_run(output["run_id"]).levels["exactly-once"].history
     zombie = [e["ev"] for e in history if e.get("proc") == "producer"]
     replacement = [e["ev"] for e in history if e.get("proc") == "producer#2"]
     assert "fenced" in zombie and "restart" not in zombie
@@ -139,7 +139,7 @@ def test_a_processor_fenced_by_its_transaction_timeout_restarts_its_producer(clu
     assert (result["lost"], result["not_processed"], result["duplicates"]) == (0, 0, 0)
     ids = kcat_ids(cluster1.direct_bootstrap, result["sink_topic"], "read_committed")
     assert sorted(ids) == list(range(30))
-    history = record.load_run(output["run_id"])["levels"]["exactly-once"]["history"]
+    history = record.load_run(output["run_id"]).levels["exactly-once"].history
     assert "restart" in [e["ev"] for e in history if e.get("proc") == "processor"]
     assert any("committed offsets" in c for c in result["explain"]["choices"])
 

@@ -220,7 +220,7 @@ def test_the_state_stores_counts_read_from_the_history_equal_kcats(crash_run):
     ledger = list(range(30))
     matches_truth = {}
     for level, data in crash_run["levels"].items():
-        store = streams.store_at_end(recorded["levels"][level]["history"])
+        store = streams.store_at_end(recorded.levels[level].history)
         assert store == streams.counted(data["kcat"]), level
         matches_truth[level] = not streams.miscounted(streams.payments_made(ledger), store)
     assert matches_truth == {ALOS: False, EOS: True}

@@ -115,4 +115,4 @@ def assert_three_ways_agree(judged: Judged) -> None:
         assert ours == batch["results"][level], f"{name} / {level}: streamed != batch"
         for field in CHECKER_FIELDS:
             assert ours[field] == checked[field], f"{name} / {level}: {field}"
-        assert streamed["verdicts"][level] == recorded["levels"][level]["verdicts"], level
+        assert streamed["verdicts"][level] == recorded.levels[level].verdicts, level

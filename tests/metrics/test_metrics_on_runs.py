@@ -99,7 +99,7 @@ def test_spark_metrics_equal_the_checkers(name, runs, spark, cluster1) -> None:
         # Every other field of `engine run --json` is there, with the run's own values.
         assert set(engine_result) <= set(ours)
         assert ours["faults"] == json.loads(json.dumps(engine_result["faults"]))
-        assert verdicts[level] == recorded["levels"][level]["verdicts"], f"{name} / {level}"
+        assert verdicts[level] == recorded.levels[level].verdicts, f"{name} / {level}"
 
     # The reference, fed the same Kafka records, agrees on the fields beyond the checker's.
     bootstrap = cluster1.direct_bootstrap
@@ -112,7 +112,7 @@ def test_spark_metrics_equal_the_checkers(name, runs, spark, cluster1) -> None:
         for isolation in ("read_uncommitted", "read_committed")
     }
     history = [
-        {**e, "level": level} for level, data in recorded["levels"].items() for e in data["history"]
+        {**e, "level": level} for level, data in recorded.levels.items() for e in data["history"]
     ]
     run = load_run_inputs(output["run_id"])
     expected, _ = reference.judge(

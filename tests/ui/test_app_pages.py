@@ -355,10 +355,10 @@ def test_the_dashboards_own_cluster_restarts_with_3_nodes_for_broker_failover(mo
         assert not any("needs a 3-node cluster" in i.value for i in at.info)
         assert not run_button(at).disabled
         run_id = at.session_state["lab_runs"]["broker-failover"]
-        meta = record.load_run(run_id)["meta"]
+        meta = record.load_run(run_id).meta
         assert meta["status"] == "complete"
         levels = ["at-most-once", "at-least-once", "idempotent-only", "exactly-once"]
-        assert meta["levels"] == levels
+        assert meta.levels == levels
         assert "lab_autorun" not in at.session_state
         # The sidebar (drawn by app.py, which a page switched to in AppTest runs without).
         home = AppTest.from_file(APP, default_timeout=60).run()

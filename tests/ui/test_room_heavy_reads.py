@@ -62,13 +62,13 @@ def room(monkeypatch, tmp_path):
         computed.append(run_id)
         raise LabError("no Kafka in this test")
 
-    import engine.metrics.compute
+    import engine.face
     import pages._spark
     from pages._roles import role_table
     from pages._room_results import room_results
 
     monkeypatch.setattr(pages._spark, "spark_service", lambda: spark)
-    monkeypatch.setattr(engine.metrics.compute, "compute_and_save", compute_and_save)
+    monkeypatch.setattr(engine.face, "compute_and_save", compute_and_save)
     role_table.clear()
     room_results.clear()
     before = config.get_option("server.address")

@@ -88,7 +88,7 @@ def test_corrupt_run_folder_is_named_and_other_runs_still_load(tmp_path, monkeyp
     (tmp_path / "garbled" / "run.json").write_text("{not json")
     with pytest.raises(record.CorruptRunError, match="broken-run is damaged"):
         record.load_run("broken-run")
-    assert record.load_run("good-run")["meta"]["run_id"] == "good-run"
+    assert record.load_run("good-run").meta["run_id"] == "good-run"
     statuses = {r["run_id"]: r["status"] for r in record.list_runs()}
     assert statuses["garbled"] == "damaged" and statuses["good-run"] == "complete"
     assert broken.exists(), "a damaged run is reported, never deleted"

@@ -8,6 +8,7 @@ fault registry loads its kinds by name (importlib), which a static graph does no
 
 from __future__ import annotations
 
+import ast
 import shutil
 import subprocess
 import sys
@@ -90,3 +91,71 @@ def test_the_judge_side_loads_no_client_at_run_time() -> None:
         [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
     )
     assert done.stdout.strip() == "[]"
+
+
+# ---- the pages' side: they import the engine's face only ----------------------------------
+# Not an import-linter contract: pages/ is Streamlit's folder of scripts, not a package of
+# the engine's, and a "forbidden" contract would have to list every engine module but one
+# (a module added later would slip through). The rule is one line of AST instead.
+
+
+def engine_imports_beside_the_face(source: str) -> list[str]:
+    """Every engine module a page's source imports, other than engine.face."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            modules = [node.module]
+        elif isinstance(node, ast.Import):
+            modules = [alias.name for alias in node.names]
+        else:
+            continue
+        found += [
+            m for m in modules if (m == "engine" or m.startswith("engine.")) and m != "engine.face"
+        ]
+    return found
+
+
+def page_sources() -> list[Path]:
+    return [*sorted((ROOT / "pages").glob("*.py")), ROOT / "app.py"]
+
+
+def test_the_pages_import_only_the_engine_face() -> None:
+    beside = {
+        str(path.relative_to(ROOT)): found
+        for path in page_sources()
+        if (found := engine_imports_beside_the_face(path.read_text()))
+    }
+    assert beside == {}, f"import these through engine/face.py instead: {beside}"
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "from engine.record import load_run",
+        "from engine import record",
+        "import engine.level_run",
+        "    from engine.metrics.compute import compute_and_save",  # inside a function
+    ],
+)
+def test_the_face_rule_fails_on_a_page_importing_an_engine_module(line: str) -> None:
+    page = (ROOT / "pages" / "replay.py").read_text()
+    body = f"def late():\n{line}\n" if line.startswith(" ") else f"{line}\n"
+    assert engine_imports_beside_the_face(body + page)
+    assert not engine_imports_beside_the_face(page)
+
+
+def test_the_face_exports_what_it_names() -> None:
+    """Every name in engine.face.__all__ is there, and every name a page takes from the face
+    is in __all__ (a page cannot lean on something the face imports by accident)."""
+    import engine.face as face
+
+    missing = [name for name in face.__all__ if not hasattr(face, name)]
+    assert missing == []
+    taken = {
+        alias.name
+        for path in page_sources()
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.ImportFrom) and node.module == "engine.face"
+        for alias in node.names
+    }
+    assert taken - set(face.__all__) == set()

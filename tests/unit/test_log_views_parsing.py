@@ -17,6 +17,7 @@ import pytest
 
 from engine import logs, logs_cli
 from engine.logs import LogRecord, RecordListError
+from engine.record import RecordedLevel, RecordedRun
 
 TXN_DUMP = """\
 Dumping exp.txn.1795310194-0/00000000000000000000.log
@@ -297,20 +298,13 @@ def test_recorded_run_view_types_markers_from_the_transaction_events():
     for offset, t in ((0, 5.5), (1, 5.5), (6, 12.25)):
         history.append({"t": t, "proc": "sink", "ev": "consumed", "partition": 0, "offset": offset})
     committed = [{"partition": 0, "offset": o, "id": i} for i, o in ((0, 0), (1, 1), (4, 6))]
-    run = {
-        "meta": {"run_id": "r1"},
-        "result": {"results": {"exactly-once": {"sink_topic": "lab.r1.exactly-once.in"}}},
-        "levels": {
-            "exactly-once": {
-                "history": history,
-                "stored": {
-                    "isolation": "read_committed",
-                    "at_level": committed,
-                    "read_committed": committed,
-                },
-            }
-        },
-    }
+    stored = {"isolation": "read_committed", "at_level": committed, "read_committed": committed}
+    run = RecordedRun(
+        meta={"run_id": "r1"},
+        result={"results": {"exactly-once": {"sink_topic": "lab.r1.exactly-once.in"}}},
+        levels={"exactly-once": RecordedLevel(verdicts=[], stored=stored, history=history)},
+        scenario_text="",
+    )
     assert logs.run_has_transactions(run, "exactly-once")
     view = logs.isolation_from_run(run, "exactly-once")
     assert view.aborted == [3, 4]
