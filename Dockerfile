@@ -45,7 +45,7 @@ RUN apt-get update \
     && rm -rf /var/lib/apt/lists/*
 
 COPY . .
-# Editable, so that `engine` is imported from /app: engine/paths.py finds kafka/pom.xml (the
+# Editable, so that `engine` is imported from /app: engine/base/paths.py finds kafka/pom.xml (the
 # pinned Kafka version), docker-compose.yml and runs/ next to the engine package. A plain
 # `pip install .` would copy the package into site-packages, away from those files.
 RUN pip install --no-deps --editable . \

@@ -34,8 +34,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from engine.dashboard import serve_dashboard
-from engine.scenario import list_scenarios, load_scenario
+from engine.commands.dashboard import serve_dashboard
+from engine.scenarios.scenario import list_scenarios, load_scenario
 
 # Issue 18's targets, median of 5 on a warm cluster; aborted-transaction has none.
 PRODUCER_TARGET = ("ack-loss", "network-blip", "producer-crash", "retry-reorder")

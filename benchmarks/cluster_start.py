@@ -18,7 +18,7 @@ import statistics
 import sys
 import tempfile
 
-from engine import paths
+from engine.base import paths
 from engine.cost.startup import cold_jar_fetch, one_start  # the engine's, as the Cost page's
 from engine.kafka import jars
 

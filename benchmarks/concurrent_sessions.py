@@ -26,11 +26,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from engine.dashboard import serve_dashboard
+from engine.base.tools import find_java
+from engine.commands.dashboard import serve_dashboard
 from engine.kafka.admin import create_topic
 from engine.kafka.jars import ensure_kafka_jars
-from engine.scenario import list_scenarios, load_scenario
-from engine.tools import find_java
+from engine.scenarios.scenario import list_scenarios, load_scenario
 
 # Pairs that run together: each side's faults stay inside its own clients, so they share.
 PAIRS = [

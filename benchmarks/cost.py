@@ -34,7 +34,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from engine import paths
+from engine.base import paths
+from engine.base.errors import ClusterNotRunningError, LabError
 from engine.cluster import current_cluster, start_cluster
 from engine.cluster.embedded import EmbeddedCluster
 from engine.cost import memory, report, startup
@@ -55,7 +56,6 @@ from engine.cost.yardsticks import (
     ENGINE_EACH,
     run_yardsticks,
 )
-from engine.errors import ClusterNotRunningError, LabError
 
 README = Path(__file__).resolve().parent / "README.md"
 START, END = "<!-- cost-results:start -->", "<!-- cost-results:end -->"

@@ -39,11 +39,11 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from engine.base.errors import LabError
 from engine.cluster.embedded import EmbeddedCluster
-from engine.errors import LabError
-from engine.lesson import list_lessons, load_lesson
-from engine.runner import run_scenario
-from engine.scenario import Scenario, count_of, list_scenarios, load_scenario, with_client
+from engine.run.runner import run_scenario
+from engine.scenarios.scenario import Scenario, count_of, list_scenarios, load_scenario, with_client
+from engine.teach.lesson import list_lessons, load_lesson
 
 COMMIT_EVERY = (1, 2, 5, 10, 20)
 # The events each armable role writes (engine.roles), where a fault point may land.
@@ -184,7 +184,7 @@ def measure(scenario: Scenario, cluster, point: Point, repeats: int) -> None:
 
 def moving_grid(scenario: Scenario) -> list[tuple[str, Scenario]]:
     """The scenario with its armed fault point moved to every event and count its role has."""
-    from engine.nemesis import armed_point
+    from engine.run.nemesis import armed_point
 
     variants = []
     for index, fault in enumerate(scenario.faults):

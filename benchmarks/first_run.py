@@ -34,8 +34,8 @@ WAYS = ("loaded at the start", "left to the first run")
 def one_cluster(scenario_name: str, way: str, runs: int) -> tuple[float, list[float]]:
     """(the start's seconds, each run's seconds) on a new 1-node cluster."""
     from engine.cluster.embedded import EmbeddedCluster
-    from engine.runner import run_scenario
-    from engine.scenario import list_scenarios, load_scenario
+    from engine.run.runner import run_scenario
+    from engine.scenarios.scenario import list_scenarios, load_scenario
 
     scenario = load_scenario(list_scenarios()[scenario_name])
     cluster = EmbeddedCluster("first-run-bench", node_count=1, coordinators_at_start=way == WAYS[0])

@@ -25,7 +25,7 @@ import time
 from typing import TYPE_CHECKING, NamedTuple
 
 from benchmarks.streaming_bench import follow, warm_lab
-from engine.leash import proc_stat
+from engine.proc.leash import proc_stat
 
 if TYPE_CHECKING:
     from engine.metrics.streaming import RunFollower
@@ -55,8 +55,8 @@ def main() -> int:
     parser.add_argument("--scenario", default="ack-loss")
     parser.add_argument("--trigger-s", type=float, help="the follower's trigger (default 1 s)")
     args = parser.parse_args()
-    from engine.runner import new_run_id, run_scenario
-    from engine.scenario import list_scenarios, load_scenario
+    from engine.run.runner import new_run_id, run_scenario
+    from engine.scenarios.scenario import list_scenarios, load_scenario
 
     scenario = load_scenario(list_scenarios()[args.scenario])
     timings: dict[str, list[Timing]] = {way: [] for way in WAYS}

@@ -204,7 +204,7 @@ WITH raw AS (
 ), stored AS (
     SELECT * FROM marked WHERE view = '{isolation}'
 ), reordered AS (
-    -- engine.checker.reordered_ids: every copy counts, not only an id's first
+    -- engine.judging.checker.reordered_ids: every copy counts, not only an id's first
     SELECT DISTINCT id FROM (
         SELECT id, greatest(-1, max(id) OVER (PARTITION BY partition ORDER BY "offset"
                ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)) AS highest
@@ -266,7 +266,7 @@ def worker_duckdb(folder: Path) -> dict[str, Any]:
     ordered = row[7] or []
 
     def nearest(q: int) -> float | None:
-        # engine.checker.percentile on the list DuckDB sorted.
+        # engine.judging.checker.percentile on the list DuckDB sorted.
         return (
             round(ordered[max(1, math.ceil(q / 100.0 * len(ordered))) - 1], 2) if ordered else None
         )
@@ -341,8 +341,8 @@ def measure_run(
     from engine.cluster.embedded import EmbeddedCluster
     from engine.metrics.session import get_spark
     from engine.metrics.spark_job import run_metrics
-    from engine.runner import run_scenario
-    from engine.scenario import list_scenarios, load_scenario
+    from engine.run.runner import run_scenario
+    from engine.scenarios.scenario import list_scenarios, load_scenario
 
     scenario = load_scenario(list_scenarios()["ack-loss"])
     workload = scenario.workload.model_copy(update={"messages": messages})

@@ -61,7 +61,7 @@ def main() -> None:
     from streamlit import config
     from streamlit.testing.v1 import AppTest
 
-    from engine import paths
+    from engine.base import paths
 
     config.set_option("server.address", "0.0.0.0")
     app = str(paths.REPO_ROOT / "app.py")

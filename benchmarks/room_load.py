@@ -53,8 +53,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from benchmarks.ws_viewer import WsViewer
-from engine.dashboard import serve_dashboard
-from engine.room import KEY_ENV, make_key
+from engine.commands.dashboard import serve_dashboard
+from engine.teach.room import KEY_ENV, make_key
 
 SCENARIOS = ("ack-loss", "zombie")
 # Every page of app.py's st.navigation, by its URL path ("" is the default page, Start here).

@@ -18,8 +18,8 @@ import tempfile
 import time
 
 from engine.cluster.embedded import EmbeddedCluster
-from engine.runner import run_scenario
-from engine.scenario import list_scenarios, load_scenario
+from engine.run.runner import run_scenario
+from engine.scenarios.scenario import list_scenarios, load_scenario
 
 
 def main() -> None:

@@ -18,10 +18,10 @@ import time
 from collections import Counter, defaultdict
 from pathlib import Path
 
-from engine import paths
+from engine.base import paths
 from engine.cluster.embedded import EmbeddedCluster
-from engine.runner import run_scenario
-from engine.scenario import list_scenarios, load_scenario
+from engine.run.runner import run_scenario
+from engine.scenarios.scenario import list_scenarios, load_scenario
 
 COUNTS = ("delivered", "duplicates", "lost", "reordered", "fenced", "aborted_visible")
 

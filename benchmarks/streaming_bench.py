@@ -43,7 +43,7 @@ if TYPE_CHECKING:
 
     from engine.cluster.embedded import EmbeddedCluster
     from engine.metrics.streaming import RunFollower
-    from engine.scenario import Scenario
+    from engine.scenarios.scenario import Scenario
 
 
 @contextmanager
@@ -95,7 +95,7 @@ def follow(
 
 def typical_scenario(messages: int) -> Scenario:
     """ack-loss with `messages` per level, no expectations, time enough for a loaded machine."""
-    from engine.scenario import list_scenarios, load_scenario
+    from engine.scenarios.scenario import list_scenarios, load_scenario
 
     scenario = load_scenario(list_scenarios()["ack-loss"])
     workload = scenario.workload.model_copy(update={"messages": messages})
@@ -114,7 +114,7 @@ def timed_run(
     """One run, followed or not; the seconds from its verdict to its saved metrics ("s"),
     the run's own seconds ("run_s"), and whether Spark's numbers equal the checker's."""
     from engine.metrics.compute import STREAM_SOURCE, compute_and_save
-    from engine.runner import new_run_id, run_scenario
+    from engine.run.runner import new_run_id, run_scenario
 
     run_id = new_run_id(scenario.name)
     began = time.perf_counter()
@@ -166,7 +166,7 @@ def measure(
     messages: int, repeats: int, trigger_s: float | None, first_runs: int
 ) -> dict[str, Any]:
     from engine.metrics.compute import compute_and_save
-    from engine.runner import run_scenario
+    from engine.run.runner import run_scenario
 
     scenario = typical_scenario(messages)
     out: dict[str, Any] = {"followed": [], "batch": [], "run_without": [], "first": []}

@@ -31,11 +31,11 @@ from pathlib import Path
 from confluent_kafka import Producer
 
 from engine.cluster.embedded import EmbeddedCluster
-from engine.history import read_jsonl
-from engine.java_roles import ensure_java_roles
 from engine.kafka import admin
-from engine.processes import RoleProcess
-from engine.streams import ACCOUNTS, STREAMS_MAIN
+from engine.model.history import read_jsonl
+from engine.proc.java_roles import ensure_java_roles
+from engine.proc.processes import RoleProcess
+from engine.scenarios.streams import ACCOUNTS, STREAMS_MAIN
 
 GUARANTEES = ("at_least_once", "exactly_once_v2")
 

@@ -1,5 +1,5 @@
 import sys
 
-from engine.cli import main
+from engine.commands.cli import main
 
 sys.exit(main())

@@ -16,14 +16,22 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine.checker import LATENCY_DEFINITION
+from engine.base.errors import LabError
+from engine.base.paths import kafka_version
+from engine.base.settings import (
+    AUTOSTART,
+    BACKEND,
+    NODES,
+    ONE_LEVEL_AT_A_TIME,
+    PUBLISHED_ADDRESS,
+    SPARK_AUTOSTART,
+    STREAMING_METRICS,
+)
 from engine.cluster import Cluster, default_nodes
 from engine.cluster.service import ClusterService, NodeAdvice, SharedExclusiveLock, node_advice
 from engine.cost import published, report
 from engine.cost.suite import QUICK_MESSAGES, QuickResult, run_quick
 from engine.cost.throughput import BASELINE, Matrix
-from engine.errors import LabError
-from engine.events import Event, NemesisRecord, ProxyRecord
 from engine.faults import (
     beyond_level_words,
     fault_kind_of,
@@ -32,37 +40,7 @@ from engine.faults import (
     say_fault,
 )
 from engine.faults.base import HURT
-from engine.freeplay import (
-    BUTTONS,
-    RATE_BOUNDS,
-    RESTART_BOUNDS,
-    TIME_LIMIT_BOUNDS,
-    FreePlay,
-    FreePlaySettings,
-    broker_faults_refused,
-)
-from engine.java_client import CLIENTS, describe
-from engine.lesson import (
-    Condition,
-    Lesson,
-    LessonProgress,
-    Step,
-    judge_prediction,
-    list_lessons,
-    load_lesson,
-)
-from engine.level_run import producer_client_settings
-from engine.levels import CORE_LEVELS, LEVELS, PROCESSOR_CONSUMER, STREAMS_LEVELS
-from engine.live import (
-    LevelSnapshot,
-    RunWatch,
-    fault_fold,
-    fault_raw,
-    fault_text,
-    fold_faults,
-    fold_text,
-    nemesis_text,
-)
+from engine.judging.checker import LATENCY_DEFINITION
 from engine.logs import (
     LECTURE_PRESET,
     ROLL_KEY,
@@ -98,8 +76,21 @@ from engine.metrics.streaming import (
     why_not_followed,
 )
 from engine.metrics.verdict_table import read_page, verdict_kinds
-from engine.paths import kafka_version
-from engine.record import (
+from engine.model.events import Event, NemesisRecord, ProxyRecord
+from engine.model.java_client import CLIENTS, describe
+from engine.model.levels import CORE_LEVELS, LEVELS, PROCESSOR_CONSUMER, STREAMS_LEVELS
+from engine.model.words import PROXY_WORDS, event_words, process_words, room_words
+from engine.run.freeplay import (
+    BUTTONS,
+    RATE_BOUNDS,
+    RESTART_BOUNDS,
+    TIME_LIMIT_BOUNDS,
+    FreePlay,
+    FreePlaySettings,
+    broker_faults_refused,
+)
+from engine.run.level_run import producer_client_settings
+from engine.run.record import (
     RecordedLevel,
     RecordedRun,
     level_events,
@@ -114,8 +105,39 @@ from engine.record import (
     runs_signature,
     saved_stamp,
 )
-from engine.recovery import recover
-from engine.room import (
+from engine.run.recovery import recover
+from engine.run.runner import Schedule, new_run_id, schedule_of
+from engine.run_handle import start_run
+from engine.scenarios.scenario import (
+    Scenario,
+    ScenarioError,
+    Source,
+    count_of,
+    list_scenarios,
+    load_scenario,
+    with_client,
+)
+from engine.scenarios.streams import AccountTotals, payments_made, store_at_end
+from engine.teach.lesson import (
+    Condition,
+    Lesson,
+    LessonProgress,
+    Step,
+    judge_prediction,
+    list_lessons,
+    load_lesson,
+)
+from engine.teach.live import (
+    LevelSnapshot,
+    RunWatch,
+    fault_fold,
+    fault_raw,
+    fault_text,
+    fold_faults,
+    fold_text,
+    nemesis_text,
+)
+from engine.teach.room import (
     KEY_ENV,
     KEY_PARAM,
     PRESENTER,
@@ -127,28 +149,7 @@ from engine.room import (
     refuse,
     serves_a_room,
 )
-from engine.run_handle import start_run
-from engine.runner import Schedule, new_run_id, schedule_of
-from engine.scenario import (
-    Scenario,
-    ScenarioError,
-    Source,
-    count_of,
-    list_scenarios,
-    load_scenario,
-    with_client,
-)
-from engine.settings import (
-    AUTOSTART,
-    BACKEND,
-    NODES,
-    ONE_LEVEL_AT_A_TIME,
-    PUBLISHED_ADDRESS,
-    SPARK_AUTOSTART,
-    STREAMING_METRICS,
-)
-from engine.streams import AccountTotals, payments_made, store_at_end
-from engine.teaching import (
+from engine.teach.teaching import (
     FIRST_LESSON,
     describe_seconds,
     group_of,
@@ -160,7 +161,7 @@ from engine.teaching import (
     scenario_label,
     scenario_nodes,
 )
-from engine.vote import (
+from engine.teach.vote import (
     Ballot,
     RoomVotes,
     StepVote,
@@ -170,7 +171,6 @@ from engine.vote import (
     save_vote,
     votes_text,
 )
-from engine.words import PROXY_WORDS, event_words, process_words, room_words
 
 
 def warm_up_judgement(*args: Any, **kwargs: Any) -> Any:

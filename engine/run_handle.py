@@ -15,11 +15,11 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any
 
+from engine.base.errors import LabError
 from engine.cluster import Cluster
-from engine.errors import LabError
-from engine.progress import CREATING_TOPICS, Step
-from engine.runner import run_scenario
-from engine.scenario import Scenario
+from engine.run.progress import CREATING_TOPICS, Step
+from engine.run.runner import run_scenario
+from engine.scenarios.scenario import Scenario
 
 
 @dataclass

@@ -1,6 +1,6 @@
 """The Failure lab's client choice: the producer on librdkafka or on the Java client.
 
-Each level's settings are shown as the chosen client gets them (engine/java_client.py), the
+Each level's settings are shown as the chosen client gets them (engine/model/java_client.py), the
 very map the producer role is handed, with what was renamed or left out and why.
 """
 

@@ -57,7 +57,7 @@ class Broadcast:
     title: str  # what the room is told it is watching
     levels: tuple[str, ...]
     pipeline: str  # the live view's counters: producer, processor or stream
-    schedule: Schedule  # how the levels share time (engine.runner.schedule_of)
+    schedule: Schedule  # how the levels share time (engine.run.runner.schedule_of)
     proxy_events: Path | None = None
     proxy_offset: int = 0  # the proxy's event file's size when the run began
     # The presenter's page draws the result and says so (RoomFeed.presenter_drew).

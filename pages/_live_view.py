@@ -1,6 +1,6 @@
 """Draws a run while it happens: one lane per level, side by side, counters and faults ticking.
 
-Everything comes from engine.live, which reads the run's own history files: a counter moves
+Everything comes from engine.teach.live, which reads the run's own history files: a counter moves
 only when a client has written the event, and a fault shows at the time the nemesis, the
 proxy or the client recorded it. The placeholders are redrawn in place a few times a second.
 A level that has not begun (its scenario runs the levels one at a time) says so in its lane.
@@ -20,7 +20,7 @@ from engine.face import (
     fold_faults,
 )
 
-# The live view's header: how the levels share time (engine.runner.schedule_of).
+# The live view's header: how the levels share time (engine.run.runner.schedule_of).
 SCHEDULE_WORDS: dict[Schedule, str] = {
     "side-by-side": "the levels run side by side, at the same time",
     "shared-faults": (

@@ -63,7 +63,7 @@ EVENT_STYLE = {
 # A second instance of a role (processor#2, a replacement) in its own colour, so the room sees
 # which instance wrote what.
 INSTANCE_COLOURS = ["#ef6c00", "#00838f", "#ad1457"]
-# What an out-of-date instance was refused, by kind (engine.checker.count_refusals).
+# What an out-of-date instance was refused, by kind (engine.judging.checker.count_refusals).
 REFUSALS = ("writes_refused", "commits_refused", "txn_calls_refused")
 # A level "shows the failure" when any of these counts is above zero.
 ANOMALY_COUNTS = ("duplicates", "lost", "reordered", "aborted_visible")
@@ -762,7 +762,7 @@ def label_row_px(type_px: int) -> int:
 
 PLOT_WIDTH_PX = 900  # the narrowest the timeline is drawn: 150% zoom on a 1920 px screen
 CHAR_PX = 0.6  # a character's width, in font sizes: generous for the dashboard's sans serif
-RAW_FONT_PX = 11  # the raw names' small type (engine.words.Said.plotly)
+RAW_FONT_PX = 11  # the raw names' small type (engine.model.words.Said.plotly)
 
 
 def fold_bands(bands: list[dict[str, Any]]) -> list[dict[str, Any]]:

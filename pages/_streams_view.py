@@ -1,9 +1,10 @@
 """A Kafka Streams run's state store beside the truth: each account's payments as the store
 counted them, and as they were made ("account 7: 6 payments counted, 3 made").
 
-The store's counts are read from the run's own history (engine.streams.store_at_end: what the
-last instance restored from the changelog, plus what it processed after), the truth from the
-ledger; tests/integration/test_streams.py checks the first against the results kcat reads.
+The store's counts are read from the run's own history
+(engine.scenarios.streams.store_at_end: what the last instance restored from the changelog, plus
+what it processed after), the truth from the ledger; tests/integration/test_streams.py checks the
+first against the results kcat reads.
 """
 
 from __future__ import annotations

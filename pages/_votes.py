@@ -1,6 +1,6 @@
 """The room's vote on the Lesson page: the presenter's live tally, and a viewer's whole page.
 
-The vote lives in one RoomVotes for the dashboard (engine.vote), kept where no browser
+The vote lives in one RoomVotes for the dashboard (engine.teach.vote), kept where no browser
 message can clear it. A viewer votes with a radio whose callback casts the vote under the
 session's own id, read on the server: a browser can name an option, never another voter, and
 an option the ballot lacks is refused. Nothing of the step's outcome reaches a viewer's page

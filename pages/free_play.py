@@ -1,6 +1,6 @@
 """Free play: a steady stream through the levels side by side, and buttons that strike now.
 
-Every button is the real fault, fired through engine.freeplay on every running level at once;
+Every button is the real fault, fired through engine.run.freeplay on every running level at once;
 the counts and the live view are read from the session's own history files as they grow.
 The session outlives the page's script runs (it has its own thread, kept in the browser
 session's state), and a fragment redraws it twice a second while the buttons stay live.

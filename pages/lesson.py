@@ -178,7 +178,7 @@ widget = f"lesson-{lesson_name}-{index}"
 st.subheader("1 · Predict")
 st.markdown(step.question)
 texts = [o.text for o in step.options]
-# The room votes on this step (engine.vote): the ballot opens when the presenter shows it.
+# The room votes on this step (engine.teach.vote): the ballot opens when the presenter shows it.
 room, ballot = room_votes(), Ballot(lesson_name, index, step.question, tuple(texts))
 room.show(ballot)
 in_a_room = room_watches()

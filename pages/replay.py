@@ -101,7 +101,7 @@ def render_interrupted(meta: dict) -> None:
 
 
 def room_vote(run_id: str, results: dict) -> None:
-    """The room's vote, when the run was a lesson step's (saved with it: engine.vote)."""
+    """The room's vote, when the run was a lesson step's (saved with it: engine.teach.vote)."""
     saved = load_vote(run_id)
     if saved is None:
         return

@@ -59,8 +59,8 @@ def docker_env() -> Iterator:
     Skipped, with the reason, where none answers and none can be started (not root, no
     docker.io); under CI (CI set) that is a failure, since CI must run the Docker tests.
     """
+    from engine.base.errors import LabError
     from engine.cluster.docker_backend import compose_command
-    from engine.errors import LabError
     from tests.dockerenv import open_docker_env
 
     env, why = open_docker_env()

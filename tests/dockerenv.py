@@ -24,7 +24,7 @@ from typing import IO
 
 import docker
 
-from engine import paths
+from engine.base import paths
 from engine.cluster import images
 
 ARTIFACTS = paths.REPO_ROOT / "test-artifacts"

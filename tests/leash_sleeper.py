@@ -1,4 +1,4 @@
-"""A process that does nothing until it is ended: the leash tests' child (engine/leash.py)."""
+"""A process that does nothing until it is ended: the leash tests' child (engine/proc/leash.py)."""
 
 import time
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import json
 
-from engine import paths
+from engine.base import paths
+from engine.base.errors import ClusterError, ClusterNotRunningError
 from engine.cluster.base import Cluster, ClusterStatus, NodeInfo, NodeState, write_json_atomic
-from engine.errors import ClusterError, ClusterNotRunningError
 
 BACKENDS = ("local", "docker", "external")
 _CURRENT = "current.json"

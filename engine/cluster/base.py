@@ -21,7 +21,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from engine.errors import UnsupportedFaultError
+from engine.base.errors import UnsupportedFaultError
 from engine.kafka import admin, quorum
 
 
@@ -111,7 +111,7 @@ class Cluster(ABC):
     def kafka_version(self) -> str:
         """The Kafka version the cluster runs: the lab's (a backend that remembers the
         version it started with says that one)."""
-        from engine import paths
+        from engine.base import paths
 
         return paths.kafka_version()
 

@@ -38,7 +38,15 @@ import docker.errors
 import requests
 from docker.models.containers import Container
 
-from engine import paths, settings
+from engine.base import paths, settings
+from engine.base.errors import (
+    ClusterError,
+    ClusterNotRunningError,
+    DockerUnavailableError,
+    MissingImageError,
+    MissingToolError,
+    PortInUseError,
+)
 from engine.cluster.base import (
     Cluster,
     NodeInfo,
@@ -50,14 +58,6 @@ from engine.cluster.base import (
 from engine.cluster.pids import _signal_group, _wait_gone, pid_alive
 from engine.cluster.ports import LOOPBACK, free_ports, require_free
 from engine.cluster.proxy_process import route_args, start_proxy_process
-from engine.errors import (
-    ClusterError,
-    ClusterNotRunningError,
-    DockerUnavailableError,
-    MissingImageError,
-    MissingToolError,
-    PortInUseError,
-)
 from engine.kafka import admin
 
 PROJECT = "kafka-failure-lab"  # docker-compose.yml's top-level `name:`

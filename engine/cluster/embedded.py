@@ -32,7 +32,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from engine import paths, tools
+from engine.base import paths, tools
+from engine.base.errors import ClusterError, ClusterNotRunningError, PortInUseError
 from engine.cluster.base import (
     Cluster,
     NodeInfo,
@@ -44,7 +45,6 @@ from engine.cluster.base import (
 from engine.cluster.pids import _signal_group, _wait_for_state, _wait_gone, pid_alive, pid_paused
 from engine.cluster.ports import LOOPBACK, free_ports, is_listening
 from engine.cluster.proxy_process import route_args, start_proxy_process
-from engine.errors import ClusterError, ClusterNotRunningError, PortInUseError
 from engine.kafka import admin, jars
 
 STATE_FILE = "cluster.json"

@@ -15,12 +15,12 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
-from engine import paths
+from engine.base import paths
+from engine.base.errors import ClusterError, ClusterNotRunningError
 from engine.cluster.base import Cluster, NodeInfo, NodeState, ProxyInfo, write_json_atomic
 from engine.cluster.pids import _signal_group, _wait_gone
 from engine.cluster.ports import free_ports
 from engine.cluster.proxy_process import rewrite_args, start_proxy_process
-from engine.errors import ClusterError, ClusterNotRunningError
 from engine.kafka import admin
 from engine.proxy.control import ProxyControl
 

@@ -32,8 +32,8 @@ import docker
 import docker.errors
 import requests
 
-from engine import paths, settings
-from engine.errors import LabError, MissingToolError
+from engine.base import paths, settings
+from engine.base.errors import LabError, MissingToolError
 
 BASE_IMAGE = "kafka-failure-lab/debian:bookworm"
 STANDIN_DIR = paths.REPO_ROOT / "containers"

@@ -11,8 +11,8 @@ import os
 import time
 from pathlib import Path
 
-from engine.leash import pid_alive as leash_pid_alive
-from engine.leash import proc_stat
+from engine.proc.leash import pid_alive as leash_pid_alive
+from engine.proc.leash import proc_stat
 
 
 def _proc_state(pid: int) -> str | None:

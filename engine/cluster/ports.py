@@ -5,7 +5,7 @@ from __future__ import annotations
 import socket
 from contextlib import closing
 
-from engine.errors import PortInUseError
+from engine.base.errors import PortInUseError
 
 LOOPBACK = "127.0.0.1"
 

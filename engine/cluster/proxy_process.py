@@ -14,11 +14,11 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from engine import paths
+from engine.base import paths
+from engine.base.errors import ClusterError
 from engine.cluster.base import ProxyInfo
 from engine.cluster.pids import _signal_group, _wait_gone
 from engine.cluster.ports import LOOPBACK
-from engine.errors import ClusterError
 
 
 def route_args(routes: Sequence[str]) -> list[str]:

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
+from engine.base.errors import ClusterError, ClusterNotRunningError, LabError
 from engine.cluster import (
     Cluster,
     current_cluster,
@@ -23,7 +24,6 @@ from engine.cluster import (
     start_cluster,
 )
 from engine.cluster.base import ClusterStatus
-from engine.errors import ClusterError, ClusterNotRunningError, LabError
 
 
 class SharedExclusiveLock:

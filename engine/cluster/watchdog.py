@@ -18,9 +18,9 @@ import argparse
 import contextlib
 import time
 
+from engine.base.errors import ClusterError
 from engine.cluster.embedded import EmbeddedCluster
 from engine.cluster.pids import pid_alive
-from engine.errors import ClusterError
 
 
 def watch(owner_pid: int, name: str, cluster_id: str, interval: float = 0.5) -> None:

@@ -21,7 +21,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, Topi
 
 from engine.cost.stats import Summary, percentile, summarize
 from engine.cost.throughput import BenchmarkError, delete_topics, new_topic
-from engine.levels import LEVELS
+from engine.model.levels import LEVELS
 
 Progress = Callable[[str, float], None]
 

@@ -29,8 +29,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from engine.cluster.embedded import EmbeddedCluster
+from engine.commands.dashboard import serve_dashboard, stop_group
 from engine.cost.throughput import BenchmarkError, new_topic, produce_trial, setups
-from engine.dashboard import serve_dashboard, stop_group
 
 Progress = Callable[[str, float], None]
 GIB = 1024.0

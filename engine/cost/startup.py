@@ -20,7 +20,7 @@ from pathlib import Path
 
 from confluent_kafka import Producer
 
-from engine import paths, tools
+from engine.base import paths, tools
 from engine.cluster.embedded import EmbeddedCluster
 from engine.cost.stats import Summary, summarize
 from engine.cost.throughput import BenchmarkError

@@ -3,7 +3,7 @@
 Each trial sends a fixed number of messages into a topic of its own with a fresh producer, and
 times it from the first `produce()` to the last delivery report (or, for a transactional
 producer, to the return of the last commit). The producers use the lab's own level settings
-from `engine.levels`, so "at-least-once" here is exactly what the Failure lab runs.
+from `engine.model.levels`, so "at-least-once" here is exactly what the Failure lab runs.
 
 Setups run in shuffled rounds (`stats.schedule`): round by round every setup runs once, so a
 slower minute on a shared machine falls on all of them, and overheads are compared within a
@@ -21,10 +21,10 @@ from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, Producer
 
+from engine.base.errors import LabError
 from engine.cost.stats import Summary, paired_overhead, schedule, summarize
-from engine.errors import LabError
 from engine.kafka import admin
-from engine.levels import LEVELS
+from engine.model.levels import LEVELS
 
 Progress = Callable[[str, float], None]  # (what is happening, fraction done)
 
@@ -40,7 +40,7 @@ class Setup:
     """One producer configuration under test."""
 
     label: str
-    level: str  # the engine.levels entry its settings come from
+    level: str  # the engine.model.levels entry its settings come from
     config: dict[str, Any]
     txn_ms: int | None = None  # commit every this many milliseconds (transactional only)
 

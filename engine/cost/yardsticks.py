@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from engine import paths, tools
+from engine.base import paths, tools
 from engine.cost.stats import Summary, paired_ratio, schedule, summarize
 from engine.cost.throughput import (
     BASELINE,
@@ -42,10 +42,10 @@ from engine.cost.throughput import (
     produce_trial,
     setups,
 )
-from engine.events import Event
-from engine.history import read_jsonl
 from engine.kafka import jars
-from engine.levels import LEVELS
+from engine.model.events import Event
+from engine.model.history import read_jsonl
+from engine.model.levels import LEVELS
 
 Progress = Callable[[str, float], None]
 

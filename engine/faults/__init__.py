@@ -5,11 +5,11 @@ engine.faults.base.FaultKind, is registered under its name; adding a fault is on
 (docs/architecture.md, "Adding a fault"). The scenario parser, the nemesis, the live view,
 the explainer, the run view's colours and Free play all ask this registry:
 
-    kind_of("crash").fire(fault, nemesis)        # engine.nemesis
-    kind_of("crash").live(event, point)          # engine.live
-    kind_of("crash").evidence(event, where)      # engine.explain
+    kind_of("crash").fire(fault, nemesis)        # engine.run.nemesis
+    kind_of("crash").live(event, point)          # engine.teach.live
+    kind_of("crash").evidence(event, where)      # engine.judging.explain
     kind_of("crash").colour                      # pages/_run_view.py
-    free_play_controls()                         # engine.freeplay
+    free_play_controls()                         # engine.run.freeplay
 """
 
 from __future__ import annotations
@@ -22,12 +22,12 @@ from typing import Any
 
 from pydantic import ConfigDict, ValidationError, field_validator, model_validator
 
-from engine.events import Event
-from engine.failpoints import FailPoint
 from engine.faults.base import EVERY_PIPELINE, FaultKind, FreePlayControl
 from engine.faults.clients import point_for
 from engine.faults.params import COMMON_PARAMS, PARAMS, FaultParams, Trigger
-from engine.words import SKIPPED, Said, from_name, record_words
+from engine.model.events import Event
+from engine.model.words import SKIPPED, Said, from_name, record_words
+from engine.proc.failpoints import FailPoint
 
 __all__ = ["KINDS", "Fault", "FaultKind", "Trigger", "discover", "incomplete", "kind_of"]
 
@@ -183,7 +183,7 @@ def takes_leader_away(record: dict[str, Any]) -> bool:
 
 def fault_words(kind: str) -> str:
     """A nemesis record's kind in the room's words: a fault kind's own, else a record's
-    (engine.words.RECORD_WORDS); "crash-skipped" is "killed: skipped"."""
+    (engine.model.words.RECORD_WORDS); "crash-skipped" is "killed: skipped"."""
     if kind.endswith(SKIPPED) and (base := kind[: -len(SKIPPED)]) in KINDS:
         return f"{KINDS[base].words}: skipped"
     if kind in KINDS:

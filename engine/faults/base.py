@@ -25,19 +25,19 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol
 
 from pydantic import BaseModel
 
-from engine.errors import UnsupportedFaultError
+from engine.base.errors import UnsupportedFaultError
 from engine.faults.params import FaultParams
-from engine.history import HistoryFanOut, HistoryWriter
+from engine.model.history import HistoryFanOut, HistoryWriter
 
 if TYPE_CHECKING:  # named in annotations only: no run-time dependency
     from engine.cluster.base import Cluster
-    from engine.processes import RoleProcess
+    from engine.proc.processes import RoleProcess
 
 Backend = Literal["local", "docker", "external"]
 Pipeline = Literal["producer", "processor"]
 # What a kind touches: one level's own clients (or its own proxy rules), the proxy as a whole
 # (every connection), or the brokers. Beyond "level", the runner runs levels one at a time
-# unless the scenario shares its faults (engine.runner.schedule_of).
+# unless the scenario shares its faults (engine.run.runner.schedule_of).
 Reach = Literal["level", "proxy", "brokers"]
 
 EVERY_BACKEND: frozenset[Backend] = frozenset({"local", "docker", "external"})
@@ -67,7 +67,7 @@ class NemesisContext:
 
 
 class NemesisState(Protocol):
-    """The part of engine.nemesis.Nemesis a kind's `fire` uses: what it set, froze and killed,
+    """The part of engine.run.nemesis.Nemesis a kind's `fire` uses: what it set, froze and killed,
     so that a later fault (resume, restart) and `heal` can undo it."""
 
     ctx: NemesisContext
@@ -120,13 +120,13 @@ class Availability:
 
 @dataclass(frozen=True)
 class FreePlayControl:
-    """A Free play button that strikes this kind on every level at once (engine.freeplay)."""
+    """A Free play button that strikes this kind on every level at once (engine.run.freeplay)."""
 
     strike: str  # the strike's name, as the page and FreePlay.strike know it
     label: str  # the button
     help: str  # what it does for real, under the button
     order: int  # where the button sits among the others
-    # The fault's parameters, from the session's settings (engine.freeplay.FreePlaySettings).
+    # The fault's parameters, from the session's settings (engine.run.freeplay.FreePlaySettings).
     params: Callable[[Any], Mapping[str, Any]] = lambda settings: {}
     # The notice once struck, from the same settings.
     note: Callable[[Any], str] = lambda settings: ""
@@ -150,7 +150,7 @@ class FaultKind(ABC):
     free_play: ClassVar[FreePlayControl | None] = None
     default_target: ClassVar[str] = "producer"  # whom it strikes when `target` is not given
     # A crash or pause that a role's own events trigger stops at an armed fault point
-    # (engine.failpoints) instead of being signalled a little late.
+    # (engine.proc.failpoints) instead of being signalled a little late.
     stops_at_point: ClassVar[bool] = False
     # A fault that lasts until another kind's record ends it for the same target (a pause
     # until its resume): the timeline draws one band from the one to the other.
@@ -159,7 +159,7 @@ class FaultKind(ABC):
     # and an answer from another node before the election is not a stale one.
     takes_leader_away: ClassVar[bool] = False
     # The partition role ("leader", "follower") of the broker it kills: the replication
-    # sentences (engine.explain) pair a killed leader with a killed follower by it.
+    # sentences (engine.judging.explain) pair a killed leader with a killed follower by it.
     kills_node: ClassVar[str | None] = None
     # It acts on one client process (a crash, a pause, a resume): a chart marks it on that
     # process's line.
@@ -195,7 +195,7 @@ class FaultKind(ABC):
     def settle_s(self, fault: FaultParams) -> float:
         """How long after it fires the fault is wholly in force. A fault at 0 s is in force
         before the first message: the run waits this long after firing it to let the
-        clients start (engine.nemesis.Nemesis.wait_settled)."""
+        clients start (engine.run.nemesis.Nemesis.wait_settled)."""
         return 0.0
 
     def check(self, fault: FaultParams) -> None:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine.failpoints import FailPoint
 from engine.faults.base import NemesisState
 from engine.faults.params import FaultParams
+from engine.proc.failpoints import FailPoint
 
 # Where a fault point can sit: events a role writes one at a time through
 # HistoryWriter.write (None: every event). The producer writes its send and ack lines in

@@ -78,7 +78,7 @@ class DropProduceResponse(FaultKind):
         return drop_rule_text(event)
 
     def evidence(self, event: dict[str, Any], where: str | None) -> str | None:
-        return None  # the proxy's own drop events carry the evidence (engine.explain)
+        return None  # the proxy's own drop events carry the evidence (engine.judging.explain)
 
     def cannot_teach(
         self, fault: FaultParams, messages: int, batched: bool, commit_every: int = 1

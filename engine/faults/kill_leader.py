@@ -26,7 +26,7 @@ class KillLeader(FaultKind):
     colour = KILLED
     takes_leader_away = True
     kills_node = "leader"
-    # Free play fires it on the first level and records it in the others (engine.freeplay).
+    # Free play fires it on the first level and records it in the others (engine.run.freeplay).
     free_play = FreePlayControl(
         strike="kill-leader",
         label="🔌 Kill the partition leader",

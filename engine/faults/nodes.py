@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 
-from engine.errors import LabError, QuorumUnknown
+from engine.base.errors import LabError, QuorumUnknown
 from engine.faults.base import NemesisState
 
 # How long a broker fault waits for the cluster to name its partition's leader.

@@ -20,7 +20,7 @@ from engine.faults.clients import where_stopped
 from engine.faults.params import FaultParams
 
 if TYPE_CHECKING:  # named in annotations only: no run-time dependency
-    from engine.processes import RoleProcess
+    from engine.proc.processes import RoleProcess
 
 
 def _frozen_note(settings: Any) -> str:

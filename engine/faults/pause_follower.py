@@ -16,7 +16,7 @@ from typing import Any
 from engine.faults import nodes
 from engine.faults.base import HURT, OWN_BROKERS, Availability, FaultKind, NemesisState
 from engine.faults.params import FaultParams
-from engine.words import controller_words
+from engine.model.words import controller_words
 
 # replica.fetch.wait.max.ms (kafka-server 4.1.2, ReplicationConfigs: 500 ms by default, and a
 # fetch answered at replica.fetch.min.bytes, 1), which the lab keeps.

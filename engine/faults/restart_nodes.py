@@ -8,8 +8,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from engine.errors import LabError
-from engine.events import NemesisRecord
+from engine.base.errors import LabError
 from engine.faults.base import (
     HURT,
     OWN_BROKERS,
@@ -20,6 +19,7 @@ from engine.faults.base import (
 )
 from engine.faults.params import FaultParams
 from engine.faults.wipe_partition import check_node_target
+from engine.model.events import NemesisRecord
 
 
 class RestartNodes(FaultKind):
@@ -29,7 +29,7 @@ class RestartNodes(FaultKind):
     reach = "brokers"
     words = "brokers restarted"
     colour = HURT
-    # Free play restarts the node its kill-leader took down (engine.freeplay).
+    # Free play restarts the node its kill-leader took down (engine.run.freeplay).
     free_play = FreePlayControl(
         strike="restart",
         label="🔁 Restart the broker now",

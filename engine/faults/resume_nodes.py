@@ -6,7 +6,7 @@ from typing import Any
 
 from engine.faults.base import HURT, OWN_BROKERS, Availability, FaultKind, NemesisState
 from engine.faults.params import FaultParams
-from engine.words import nodes_words
+from engine.model.words import nodes_words
 
 
 class ResumeNodes(FaultKind):

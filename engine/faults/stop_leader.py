@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine.events import NemesisRecord
 from engine.faults import nodes
 from engine.faults.base import HURT, OWN_BROKERS, Availability, FaultKind, NemesisState
 from engine.faults.params import FaultParams
+from engine.model.events import NemesisRecord
 
 
 class StopLeader(FaultKind):

@@ -21,8 +21,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from engine import tools
-from engine.errors import LabError
+from engine.base import tools
+from engine.base.errors import LabError
 from engine.kafka import jars
 
 TOPIC_COMMAND = "org.apache.kafka.tools.TopicCommand"

@@ -1,4 +1,4 @@
-"""Resolves a Kafka version's jars from Maven Central (Maven and Java: engine.tools).
+"""Resolves a Kafka version's jars from Maven Central (Maven and Java: engine.base.tools).
 
 The jars come from `kafka/pom.xml`, whose only job is to copy Kafka's runtime classpath into
 `.cache/kafka/VERSION/libs`; the version is the pom's unless LAB_KAFKA_VERSION names
@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from engine import paths, settings
-from engine.errors import KafkaFetchError
-from engine.tools import maven_into
+from engine.base import paths, settings
+from engine.base.errors import KafkaFetchError
+from engine.base.tools import maven_into
 
 _COMPLETE_MARKER = ".complete"
 

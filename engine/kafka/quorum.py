@@ -22,7 +22,7 @@ import socket
 import time
 from dataclasses import dataclass
 
-from engine.errors import QuorumUnknown
+from engine.base.errors import QuorumUnknown
 from engine.kafka.wire import SIZE, FrameError, Reader, Writer, encode_frame
 
 DESCRIBE_QUORUM = 55

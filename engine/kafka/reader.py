@@ -12,10 +12,10 @@ import time
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
-from engine.checker import StoredRecord
-from engine.errors import LabError
+from engine.base.errors import LabError
+from engine.base.values import parse_value
+from engine.judging.checker import StoredRecord
 from engine.kafka import admin
-from engine.values import parse_value
 
 
 def read_topic(

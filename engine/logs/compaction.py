@@ -12,8 +12,8 @@ from typing import Any
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import ConfigResource, ResourceType
 
+from engine.base.errors import LabError
 from engine.cluster.base import Cluster
-from engine.errors import LabError
 from engine.kafka import admin
 from engine.logs.errors import LogViewError, RecordListError
 from engine.logs.layout import LogLayout, log_layout

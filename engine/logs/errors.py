@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from engine.errors import LabError
+from engine.base.errors import LabError
 
 
 class RecordListError(LabError):

@@ -13,13 +13,13 @@ from typing import TYPE_CHECKING, Any
 
 from confluent_kafka import KafkaException
 
-from engine.events import Event
 from engine.kafka import admin
 from engine.logs.batches import Batch
 from engine.logs.errors import LogViewError
+from engine.model.events import Event
 
 if TYPE_CHECKING:
-    from engine.record import RecordedRun
+    from engine.run.record import RecordedRun
 from engine.logs.reading import (
     LogRecord,
     PartitionRead,

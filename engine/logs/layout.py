@@ -86,7 +86,7 @@ class _LocalLogDirs(_LogDirs):
             return None
 
     def dump(self, node_id: int, files: list[str], print_data: bool) -> str:
-        from engine import tools
+        from engine.base import tools
         from engine.kafka import jars
 
         # The jars of the version that wrote the segments (the cluster's own).

@@ -1,6 +1,6 @@
 """`python -m engine metrics RUN_ID [--json]`: a recorded run's metrics, computed by Spark.
 
-engine/cli.py wires this in with `add_commands(subparsers)`. The JSON printed is the
+engine/commands/cli.py wires this in with `add_commands(subparsers)`. The JSON printed is the
 `engine run --json` object ({"run_id", "scenario", "results"}) with the metrics' extra
 fields per level; every failure a user can meet is a LabError (one line, exit code 2).
 """
@@ -44,12 +44,12 @@ def add_commands(subparsers: Any) -> None:
 
 def cmd_metrics(args: argparse.Namespace) -> int:
     # Imported here so that `python -m engine --help` does not import pyspark.
-    from engine import record
     from engine.metrics.compute import RECORD_SOURCE
     from engine.metrics.inputs import load_run_inputs
     from engine.metrics.session import metrics_bootstrap
     from engine.metrics.spark_job import run_metrics
     from engine.metrics.verdict_table import verdict_fields
+    from engine.run import record
 
     inputs = load_run_inputs(args.run_id)  # a missing run fails before Spark starts
 

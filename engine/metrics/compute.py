@@ -14,8 +14,10 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
-from engine import leash, paths, record, settings
-from engine.errors import LabError
+from engine.base import paths, settings
+from engine.base.errors import LabError
+from engine.proc import leash
+from engine.run import record
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -146,7 +148,7 @@ def compute_in_big_process(
     args += ["--bootstrap", bootstrap] if bootstrap else []
     args += ["--from-record"] if from_record else []
     env = {**os.environ, **big_run_environment(), _BIG_PROCESS: "1"}
-    # On a leash (engine/leash.py): a dashboard killed mid-computation leaves no Spark behind.
+    # On a leash (engine/proc/leash.py): a dashboard killed mid-computation leaves no Spark behind.
     with leash.spawn(
         "engine.metrics.compute",
         args,

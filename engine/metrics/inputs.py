@@ -15,9 +15,9 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 from pyspark.sql.pandas.types import from_arrow_schema
 
-from engine import record
-from engine.errors import LabError
-from engine.history import history_columns
+from engine.base.errors import LabError
+from engine.model.history import history_columns
+from engine.run import record
 
 # The columns of Spark's Kafka source that the job uses, with the source's own types.
 KAFKA_SCHEMA = T.StructType(
@@ -32,9 +32,9 @@ VALUE_SCHEMA = T.StructType(
     [T.StructField("id", T.LongType()), T.StructField("created_at", T.DoubleType())]
 )
 # The history fields the definitions use, as the lab writes their Parquet copy
-# (engine.history.history_columns: one list of fields and types for both ways of reading).
+# (engine.model.history.history_columns: one list of fields and types for both ways of reading).
 HISTORY_SCHEMA = from_arrow_schema(history_columns())
-PRODUCER_PROCS = ("producer", "source")  # as engine.runner passes them to the checker
+PRODUCER_PROCS = ("producer", "source")  # as engine.run.runner passes them to the checker
 SINK_PROC = "sink"
 PERCENTILES = list(range(101))  # the latency distribution: nearest-rank q = 0..100
 
@@ -164,10 +164,10 @@ def _kafka_reader(spark: SparkSession, bootstrap: str, isolation: str) -> DataFr
 
 
 def read_history(spark: SparkSession, history_paths: Mapping[str, Path]) -> DataFrame:
-    """Each level's history as rows (level, then engine.history.history_columns' fields).
+    """Each level's history as rows (level, then engine.model.history.history_columns' fields).
 
     From the Parquet copy beside each history.jsonl when every level has one (runs recorded
-    since engine.history.write_columns; 0.3 s less of a class's run's judgement,
+    since engine.model.history.write_columns; 0.3 s less of a class's run's judgement,
     benchmarks/METRICS.md), else from the JSON, with the same columns and values.
     """
     missing = [str(p) for p in history_paths.values() if not Path(p).exists()]

@@ -9,7 +9,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from engine import record
+from engine.run import record
 
 Metrics = dict[str, Any]
 

@@ -31,8 +31,8 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from engine import paths, settings
-from engine.errors import LabError
+from engine.base import paths, settings
+from engine.base.errors import LabError
 
 if TYPE_CHECKING:
     from pyspark import SparkConf
@@ -83,7 +83,7 @@ def check_versions(pyspark_version: str | None = None) -> None:
 
 def ensure_connector_jars(*, offline: bool = False) -> list[Path]:
     """The connector's jars, fetched from Maven Central with spark-deps/pom.xml if missing."""
-    from engine.tools import maven_into
+    from engine.base.tools import maven_into
 
     jars_dir = maven_into(
         CONNECTOR_POM,
@@ -131,7 +131,7 @@ def get_spark(master: str | None = None, progress: Progress | None = None) -> Sp
         check_versions()
         report("fetching Spark's Kafka connector (once)", 0.05)
         jars = ensure_connector_jars()
-        from engine.tools import find_java
+        from engine.base.tools import find_java
 
         find_java()  # a clear message instead of pyspark's "Java gateway process exited"
         report("starting the Spark JVM", 0.2)

@@ -4,7 +4,7 @@ For each level of a run, the job reads the judged topic (`sink_topic` in result.
 batch mode with Spark's Kafka source, at read_uncommitted and at read_committed, through the
 cluster's direct listener. It joins those records with the run's ledger (ids
 0..messages-1) and each level's history.jsonl, and judges every message with the
-definitions of engine/checker.py, so its counts equal the checker's:
+definitions of engine/judging/checker.py, so its counts equal the checker's:
 
 - copies: records of an id at the level's isolation; delivered: ids with a copy;
   duplicates: copies beyond the first, summed; lost: no copy, unless the workload aborted
@@ -15,9 +15,9 @@ definitions of engine/checker.py, so its counts equal the checker's:
   stored after a copy of a larger id;
 - aborted_visible: copies at the level's isolation that read_committed does not show;
 - latency: the sink's first `consumed` of an id minus `created_at` of its first copy (by
-  partition, then offset); percentiles by nearest rank (engine.checker.LATENCY_DEFINITION).
+  partition, then offset); percentiles by nearest rank (engine.judging.checker.LATENCY_DEFINITION).
 
-History events are time-ordered (engine.history.merge writes them so), so an id's "first"
+History events are time-ordered (engine.model.history.merge writes them so), so an id's "first"
 send, ack or consumption is its earliest.
 
 Run it as `python -m engine metrics RUN_ID --json`, or as
@@ -40,8 +40,8 @@ if __package__ in (None, ""):  # run as a file by spark-submit: make `engine` im
 
 from pyspark.sql import DataFrame, SparkSession
 
-from engine.checker import LATENCY_DEFINITION
-from engine.errors import LabError
+from engine.base.errors import LabError
+from engine.judging.checker import LATENCY_DEFINITION
 from engine.metrics.inputs import (
     HISTORY_SCHEMA,
     KAFKA_SCHEMA,
@@ -138,7 +138,7 @@ CARRIED_OVER = (
     "effect_ids",
     "duplicates_absorbed",
     "effect_store",
-    # A read_committed level's topic as a read_uncommitted reader counts it (engine.judge,
+    # A read_committed level's topic as a read_uncommitted reader counts it (engine.judging.judge,
     # UncommittedReader): counted by the checker from the same read, equal to kcat's count
     # at read_uncommitted (tests/integration/test_streams.py).
     "read_uncommitted_duplicates",

@@ -94,7 +94,7 @@ def _sql_in(column: str, values: Iterable[str]) -> str:
     return f"{column} IN ({', '.join(_sql_str(v) for v in values)})"
 
 
-# A value exactly as engine.values.value_maker writes it: compact JSON, an integer id
+# A value exactly as engine.base.values.value_maker writes it: compact JSON, an integer id
 # of at most 18 digits (a long), a JSON number created_at, then run, level and by (and a
 # pad of x's) as strings of printable ASCII without escapes. For such a value, from_json
 # gives id and created_at as the text between ':' and ','; reading them so took 7.0 s
@@ -137,7 +137,7 @@ def positions_sql(levels: Sequence[LevelSpec]) -> str:
     view, not in the read_committed one) and highest (the largest id stored before it in
     its partition, at least -1). Both views go through one shuffle by (level, partition);
     the aggregation and the window refine that partitioning, so no other exchange.
-    Like engine.values.parse_value, a value that is not a JSON object with an integer
+    Like engine.base.values.parse_value, a value that is not a JSON object with an integer
     "id" is no message of the workload and counts for nothing. (Only fixed-width columns in
     the aggregation: a string would make it sort-based.)
 
@@ -228,7 +228,8 @@ def facts_sql(
     """One row per level and id that Kafka or the history names, with the checker's verdict.
 
     Per level, partition and id the records give: copies, the first copy, aborted and hidden
-    copies, and whether the id is reordered in that partition (engine.checker.reordered_ids).
+    copies, and whether the id is reordered in that partition
+    (engine.judging.checker.reordered_ids).
     The largest id before a position only grows with the offset, so its maximum over an
     id's copies is its value at the last copy: the id is reordered when that is larger than
     the id (some copy of it came after a larger id). Each history event is one row, plus
@@ -377,7 +378,7 @@ _COUNTS = (
 def summary_sql(ranks: str) -> str:
     """Counts, the latency ranks the percentiles need and throughput per bucket, one job.
 
-    Nearest rank, exactly as engine.checker.percentile: the value at rank
+    Nearest rank, exactly as engine.judging.checker.percentile: the value at rank
     max(1, ceil(q / 100.0 * n)) of the sorted latencies, for q = 0..100.
 
     ranks="sort" (runs of a class's size): the rows of each level are sorted in one task,

@@ -322,10 +322,10 @@ def level_specs(
     run_id: str, levels: Sequence[str], pipeline: str, chosen_isolation: str | None = None
 ) -> list[LevelSpec]:
     """The levels as the judgement names them, known before the run has a result: each
-    level's judged topic, and its sink's isolation (engine.level_run.LevelRun; the
+    level's judged topic, and its sink's isolation (engine.run.level_run.LevelRun; the
     scenario's sink_isolation where it chose one)."""
-    from engine.level_run import judged_topic_name, sink_isolation
-    from engine.levels import LEVELS
+    from engine.model.levels import LEVELS
+    from engine.run.level_run import judged_topic_name, sink_isolation
 
     return [
         LevelSpec(

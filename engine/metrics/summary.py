@@ -1,5 +1,5 @@
 """Spark's judgement of every message and its summary per level: counts, the latency
-distribution and throughput, with engine.checker's definitions (engine.metrics.sql holds
+distribution and throughput, with engine.judging.checker's definitions (engine.metrics.sql holds
 the SQL text)."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from engine.checker import (
+from engine.judging.checker import (
     REFUSAL_EVENTS,
     WRITE_REFUSED_ERRORS,
     Refusals,
@@ -122,7 +122,7 @@ def judge(
     collect_rows: bool = False,
     proxy_faults: Mapping[str, Sequence[dict[str, Any]]] | None = None,
 ) -> Judged:
-    """Judge every message of every level; the definitions are engine.checker's.
+    """Judge every message of every level; the definitions are engine.judging.checker's.
 
     `uncommitted` and `committed` are the judged topics read at each isolation, with the
     Kafka source's columns (topic, partition, offset, value). `history` has the columns
@@ -185,7 +185,7 @@ def judge(
         conf.set("spark.sql.shuffle.partitions", before)
     for level, counted in refused.items():
         results[level].update(asdict(counted))
-        # The total of every kind, as result.json's `fenced` (engine.judge).
+        # The total of every kind, as result.json's `fenced` (engine.judging.judge).
         results[level]["fenced"] = counted.total
     return Judged(
         results=results,
@@ -202,7 +202,7 @@ def refusals_of(
     levels: Sequence[LevelSpec],
     proxy_faults: Mapping[str, Sequence[dict[str, Any]]],
 ) -> dict[str, Refusals]:
-    """Each level's refusals, by the checker's own rule (engine.checker.count_refusals).
+    """Each level's refusals, by the checker's own rule (engine.judging.checker.count_refusals).
 
     A refusal is counted from a handful of lines whatever the run's size (fences, rejected
     commits, failed deliveries with an epoch error), and from their order in time and their
@@ -266,7 +266,7 @@ def so_far(
 
 
 def _rank(q: int, n: int) -> int:
-    """engine.checker.percentile's nearest rank of q in n sorted values."""
+    """engine.judging.checker.percentile's nearest rank of q in n sorted values."""
     return max(1, math.ceil(q / 100.0 * n))
 
 
@@ -408,7 +408,7 @@ def _ranks_from_histogram(
 
 
 def _rounded(x: float | None) -> float | None:
-    """As engine.checker.latency_summary rounds: Python's round, not Spark's HALF_UP."""
+    """As engine.judging.checker.latency_summary rounds: Python's round, not Spark's HALF_UP."""
     return None if x is None else round(x, 2)
 
 
@@ -440,7 +440,7 @@ _ROW_FIELDS = ("verdict", "copies", "offsets", *_VERDICT_FACTS[2:])
 
 
 def verdict_rows(judged: Judged) -> dict[str, list[dict[str, Any]]]:
-    """Each level's verdicts as engine.checker.verdicts_to_rows gives them, ordered by id.
+    """Each level's verdicts as engine.judging.checker.verdicts_to_rows gives them, ordered by id.
 
     For a run's few thousand messages, whose table is collected whole anyway: the ledger's
     ids are filled in here from two collects of the cached facts and record positions,

@@ -14,7 +14,8 @@ import shutil
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from engine import record, settings
+from engine.base import settings
+from engine.run import record
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -11,6 +11,7 @@ from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 
+from engine.base.values import value_maker
 from engine.metrics.inputs import (
     KAFKA_SCHEMA,
     LevelSpec,
@@ -19,7 +20,6 @@ from engine.metrics.inputs import (
     read_kafka,
 )
 from engine.metrics.summary import judge, verdict_rows
-from engine.values import value_maker
 
 WARM_UP_ROUNDS = 3
 # Ids per made-up level: a class's run has 3,000 (4 levels). The rows must be that many for
@@ -112,8 +112,8 @@ def _made_up_records(spark: SparkSession, ids: int) -> DataFrame:
 
 def _write_made_up_history(folder: Path, ids: int) -> dict[str, Path]:
     """Each made-up level's merged history file, laid out as in a run folder
-    (engine.record): every id sent, acknowledged and consumed, as a run's roles record it."""
-    from engine import record
+    (engine.run.record): every id sent, acknowledged and consumed, as a run's roles record it."""
+    from engine.run import record
 
     events = [
         {"t": 1.0 + i + dt, "proc": proc, "ev": ev, "id": i}

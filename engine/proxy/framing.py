@@ -9,7 +9,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
-from engine.error_codes import error_name
+from engine.base.error_codes import error_name
 from engine.kafka.wire import SIZE, FrameError, need, read_uvarint
 
 PRODUCE = 0

@@ -28,8 +28,8 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, TextIO
 
-from engine.events import ProxyRecord
 from engine.kafka.wire import FrameError, FrameSplitter, encode_frame
+from engine.model.events import ProxyRecord
 from engine.proxy.framing import (
     END_TXN,
     OFFSET_COMMIT,

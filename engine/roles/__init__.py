@@ -5,5 +5,5 @@
     python -m engine.roles.sink SPEC.json
 
 A spec is a JSON file the runner writes; every role appends its events to the history file
-the spec names (see engine/history.py).
+the spec names (see engine/model/history.py).
 """

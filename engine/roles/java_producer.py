@@ -1,11 +1,11 @@
 """The producer on the Java client (kafka-clients): java/.../lab/producer/JavaProducer.java,
-given the level's settings as engine/java_client.py translates them. It plays the producer
+given the level's settings as engine/model/java_client.py translates them. It plays the producer
 of every level of a scenario whose `client` is java, and writes the Python producer's events
 (tests/integration/test_java_producer.py)."""
 
 from __future__ import annotations
 
-from engine.java_client import JAVA_PRODUCER_MAIN
+from engine.model.java_client import JAVA_PRODUCER_MAIN
 from engine.roles.producer import ROLE as PYTHON_PRODUCER
 from engine.roles.registry import Role
 

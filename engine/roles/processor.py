@@ -20,7 +20,7 @@ session timeout, and fences the old instance (FENCED_INSTANCE_ID) if it comes ba
 Each batch has one `commit_gap` event, written at the moment the batch is exposed: offsets
 committed but no output written (commit-before), outputs acknowledged but offsets not
 committed (commit-after), outputs in the open transaction (transactional). Scenarios arm
-their crash and pause fault points on it (engine.failpoints).
+their crash and pause fault points on it (engine.proc.failpoints).
 
 Events: `assigned`, `revoked`, `partitions_lost`, `consumed`, `commit_gap`, `committed`,
 `commit_rejected`, `batch_failed`, `output_acked`, `output_failed`, `txn_begin`,
@@ -48,9 +48,10 @@ from confluent_kafka import (
     TopicPartition,
 )
 
-from engine.events import Event
-from engine.failpoints import ArmedFailPoint, FailPoint
-from engine.history import HistoryWriter
+from engine.base.values import parse_value
+from engine.model.events import Event
+from engine.model.history import HistoryWriter
+from engine.proc.failpoints import ArmedFailPoint, FailPoint
 from engine.roles.common import (
     FENCED_CODES,
     MAX_RESTARTS,
@@ -64,7 +65,6 @@ from engine.roles.common import (
     still_owner,
 )
 from engine.roles.registry import Role
-from engine.values import parse_value
 
 ROLE = Role(
     name="processor",

@@ -38,10 +38,11 @@ from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, Producer
 
-from engine.events import Event
-from engine.failpoints import ArmedFailPoint, FailPoint
-from engine.history import HistoryWriter, read_jsonl
+from engine.base.values import Stamp, value_maker
 from engine.kafka.reader import read_topic
+from engine.model.events import Event
+from engine.model.history import HistoryWriter, read_jsonl
+from engine.proc.failpoints import ArmedFailPoint, FailPoint
 from engine.roles.common import (
     FENCED_CODES,
     MAX_RESTARTS,
@@ -54,7 +55,6 @@ from engine.roles.common import (
     still_owner,
 )
 from engine.roles.registry import Role
-from engine.values import Stamp, value_maker
 
 ROLE = Role(
     name="producer",

@@ -1,8 +1,8 @@
 """The roles a run can start, one registry: each role declares itself in its own module.
 
-A role is one client of a level, started as an OS process of its own (engine/processes.py):
+A role is one client of a level, started as an OS process of its own (engine/proc/processes.py):
 a Python module under engine.roles run as `python -m`, or a main class in java/ run on the
-JVM (engine/java_roles.py). Each module of this package that defines `ROLE` is one: a
+JVM (engine/proc/java_roles.py). Each module of this package that defines `ROLE` is one: a
 Python role's module is the process itself; a Java role's module holds only its
 declaration (the Java class is the process). A new role is one module here (and, for a
 Java role, its Java class), found by `roles()`; tests/unit/test_role_registry.py checks
@@ -23,16 +23,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from engine.errors import LabError
-from engine.events import Event
+from engine.base.errors import LabError
+from engine.model.events import Event
 
 if TYPE_CHECKING:  # annotations only: the registry knows no run
-    from engine.levels import Level
-    from engine.scenario import Scenario
+    from engine.model.levels import Level
+    from engine.scenarios.scenario import Scenario
 
 Part = Literal["producer", "processor", "sink", "worker"]
 
-# Every role may write these besides its own: an armed fault point's stop (engine/failpoints.py
+# Every role may write these besides its own: an armed fault point's stop (engine/proc/failpoints.py
 # and lab.common.FailPoint) and a fatal error.
 COMMON_EVENTS = frozenset({Event.FAILPOINT_REACHED, Event.ERROR})
 
@@ -43,7 +43,7 @@ class Start:
     part (the same for every role of that part), and whether it is a replacement started
     while the instance it replaces is still alive (a frozen one, which may wake)."""
 
-    run: Any  # the LevelRun (engine.level_run, which imports this module)
+    run: Any  # the LevelRun (engine.run.level_run, which imports this module)
     part_spec: dict[str, Any]
     beside_a_frozen_one: bool = False
 

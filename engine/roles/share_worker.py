@@ -19,7 +19,7 @@ no lock duration of its own: the lock is the group's `share.record.lock.duration
 
 Events: `subscribed`, `delivered` (id, partition, offset, delivery_count), `processing_failed`,
 `output_acked`, `output_failed`, `acknowledged` (type), `ack_committed`, `ack_refused`,
-`error`, `idle`, `done`. Fault points (engine.failpoints) arm on any of them.
+`error`, `idle`, `done`. Fault points (engine.proc.failpoints) arm on any of them.
 """
 
 from __future__ import annotations
@@ -36,12 +36,12 @@ from confluent_kafka import (
     ShareConsumer,
 )
 
-from engine.events import Event
-from engine.failpoints import ArmedFailPoint, FailPoint
-from engine.history import HistoryWriter
+from engine.base.values import parse_value
+from engine.model.events import Event
+from engine.model.history import HistoryWriter
+from engine.proc.failpoints import ArmedFailPoint, FailPoint
 from engine.roles.common import StopFlag, client_logger, is_fatal, load_spec
 from engine.roles.registry import Role
-from engine.values import parse_value
 
 ROLE = Role(
     name="share-worker",

@@ -19,11 +19,11 @@ from typing import Any
 
 from confluent_kafka import Consumer
 
-from engine.events import Event
-from engine.history import HistoryWriter
+from engine.base.values import parse_value
+from engine.model.events import Event
+from engine.model.history import HistoryWriter
 from engine.roles.common import StopFlag, client_logger, load_spec
 from engine.roles.registry import Role
-from engine.values import parse_value
 
 ROLE = Role(
     name="sink",

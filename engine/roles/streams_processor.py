@@ -1,12 +1,12 @@
 """The Kafka Streams processor: java/.../lab/streams/StreamsProcessor.java, a real Kafka Streams
 application in its own JVM. It plays the processor of the Kafka Streams levels; its spec and
-its evidence are engine/streams.py's."""
+its evidence are engine/scenarios/streams.py's."""
 
 from __future__ import annotations
 
-from engine import streams
-from engine.events import Event
+from engine.model.events import Event
 from engine.roles.registry import Role, Start
+from engine.scenarios import streams
 
 
 def _spec(start: Start) -> dict:

@@ -5,8 +5,8 @@ Each run's results (the counts per level, the faults and the explanation, as `en
 checks and `teaches` bounds against them offline (tests/unit/test_checks_can_fail.py), as
 etcd keeps its robustness histories. For a few runs (JUDGED_AGAIN) what each level was
 judged from is kept too, in tests/data/recorded/NAME/LEVEL/ (history.jsonl, stored.json,
-settings.json: engine.record's level files), and tests/unit/test_judge_recorded.py judges
-them again offline through engine.judge.
+settings.json: engine.run.record's level files), and tests/unit/test_judge_recorded.py judges
+them again offline through engine.judging.judge.
 The run's whole record (its folder under runs/, as Replay reads it) goes to
 tests/data/recorded/runs/NAME.tar.gz: the page walk (tests/e2e/test_page_walk.py) draws every
 scenario's real run from it without running it. It starts a 1-node cluster for the 1-node scenarios
@@ -26,8 +26,9 @@ from pathlib import Path
 
 import yaml
 
-from engine import paths, record
-from engine.scenario import list_scenarios, load_scenario
+from engine.base import paths
+from engine.run import record
+from engine.scenarios.scenario import list_scenarios, load_scenario
 
 HERE = Path(__file__).parent / "recorded"
 RUNS = HERE / "runs"  # each recorded run's folder, as NAME.tar.gz
@@ -42,7 +43,7 @@ JUDGED_AGAIN = ("ack-loss", "ack-loss-without-faults", "aborted-transaction", "c
 
 
 def keep_judged_inputs(name: str, run_dir: Path) -> None:
-    """Copy each level's judged inputs (engine.record's level files) to recorded/NAME/."""
+    """Copy each level's judged inputs (engine.run.record's level files) to recorded/NAME/."""
     target = HERE / name
     shutil.rmtree(target, ignore_errors=True)
     for level_dir in sorted((run_dir / record.LEVELS_DIR).iterdir()):

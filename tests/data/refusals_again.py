@@ -1,11 +1,11 @@
 """Count the refusals of every recorded run again, offline: `python -m tests.data.refusals_again`.
 
 The checker once counted every `fenced` line as one "fenced" count; it now counts what was
-refused, by kind (engine.checker.count_refusals). Most recorded runs (tests/data/recorded/
+refused, by kind (engine.judging.checker.count_refusals). Most recorded runs (tests/data/recorded/
 runs/NAME.tar.gz) predate the judge's settings.json and cannot be judged again whole, but
 their histories and the proxy's records are kept: this counts each level's refusals from
 them, puts the counts in the level's result in place of the old `fenced`, and says the
-headline again from the recorded verdicts with the new counts (engine.explain). Every
+headline again from the recorded verdicts with the new counts (engine.judging.explain). Every
 other recorded number is left as the run recorded it. It rewrites result.json inside each
 archive and tests/data/recorded/NAME.json alike, so the two still agree.
 """
@@ -20,9 +20,9 @@ from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
-from engine import record
-from engine.checker import LevelCounts, Verdict, count_refusals
-from engine.explain import explain
+from engine.judging.checker import LevelCounts, Verdict, count_refusals
+from engine.judging.explain import explain
+from engine.run import record
 from tests.data.record import HERE, RUNS
 
 # judge() adds the database's sentence to the idempotency-key level's headline.

@@ -36,9 +36,9 @@ from pathlib import Path
 
 from playwright.sync_api import Page, expect, sync_playwright
 
-from engine import paths
-from engine.dashboard import serve_dashboard
-from engine.scenario import list_scenarios, load_scenario
+from engine.base import paths
+from engine.commands.dashboard import serve_dashboard
+from engine.scenarios.scenario import list_scenarios, load_scenario
 from tests.e2e.walk_checks import wait_until_drawn
 
 OUT = paths.REPO_ROOT / "docs" / "screenshots"

@@ -22,8 +22,8 @@ import pytest
 from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import expect
 
-from engine import paths
-from engine.dashboard import serve_dashboard
+from engine.base import paths
+from engine.commands.dashboard import serve_dashboard
 
 pytestmark = pytest.mark.kafka
 

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import expect
 
-from engine.dashboard import serve_dashboard
+from engine.commands.dashboard import serve_dashboard
 
 pytestmark = pytest.mark.kafka
 

@@ -27,9 +27,9 @@ import pytest
 from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 from playwright.sync_api import expect
 
-from engine import paths
-from engine.dashboard import serve_dashboard
-from engine.scenario import list_scenarios, load_scenario
+from engine.base import paths
+from engine.commands.dashboard import serve_dashboard
+from engine.scenarios.scenario import list_scenarios, load_scenario
 from tests.data.record import unpack_runs
 from tests.e2e.walk_checks import KeyNumber, screen_defects
 

@@ -19,9 +19,9 @@ import pytest
 from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import expect
 
-from engine import paths
-from engine.dashboard import serve_dashboard
-from engine.room import KEY_ENV, make_key
+from engine.base import paths
+from engine.commands.dashboard import serve_dashboard
+from engine.teach.room import KEY_ENV, make_key
 
 pytestmark = pytest.mark.kafka
 

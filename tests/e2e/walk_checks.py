@@ -22,7 +22,7 @@ import re
 import time
 from dataclasses import dataclass
 
-from engine.words import EVENT_WORDS, PROXY_WORDS
+from engine.model.words import EVENT_WORDS, PROXY_WORDS
 
 # Engine names that are not English: every event and proxy event name with an underscore
 # (send, ack, done... are words), and the ones the issue saw on screens.

@@ -12,10 +12,10 @@ import json
 from collections import Counter
 from typing import Any
 
-from engine import record
-from engine.lesson import list_lessons, load_lesson
-from engine.runner import schedule_of
-from engine.scenario import Scenario
+from engine.run import record
+from engine.run.runner import schedule_of
+from engine.scenarios.scenario import Scenario
+from engine.teach.lesson import list_lessons, load_lesson
 from tests.kafkatools import kcat_values
 
 
@@ -78,7 +78,7 @@ def assert_as_its_file_says(scenario: Scenario, cluster: Any, output: dict[str, 
         assert len(recorded.levels[level].verdicts) == scenario.workload.messages
 
 
-# What a run reads of each level's own partition (engine.replica_watches, the replication
+# What a run reads of each level's own partition (engine.run.replica_watches, the replication
 # evidence at its end): readings of one topic each, at their own times, not strikes.
 READINGS = {"isr", "elr", "broker-log"}
 

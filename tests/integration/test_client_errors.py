@@ -26,12 +26,12 @@ from typing import Any
 
 import pytest
 
-from engine.history import read_jsonl
-from engine.java_client import JAVA_PRODUCER_MAIN, to_java
-from engine.java_roles import ensure_java_roles
 from engine.kafka import admin
 from engine.kafka.quorum import active_controller
-from engine.processes import RoleProcess
+from engine.model.history import read_jsonl
+from engine.model.java_client import JAVA_PRODUCER_MAIN, to_java
+from engine.proc.java_roles import ensure_java_roles
+from engine.proc.processes import RoleProcess
 
 pytestmark = pytest.mark.kafka
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from engine import paths
+from engine.base import paths
 from engine.cluster.embedded import EmbeddedCluster, pid_alive
 from engine.kafka import admin
 from tests.kafkatools import kcat_values, produce_one_by_one, read_all, unique

@@ -20,8 +20,9 @@ import pytest
 import yaml
 from streamlit.testing.v1 import AppTest
 
-from engine import paths, record
-from engine.leash import pid_alive
+from engine.base import paths
+from engine.proc.leash import pid_alive
+from engine.run import record
 
 pytestmark = pytest.mark.kafka
 
@@ -31,7 +32,7 @@ GONE_WITHIN_S = 20.0
 FREE_PLAY_OWNER = """
 import sys, time
 from engine.cluster import current_cluster
-from engine.freeplay import FreePlay, FreePlaySettings
+from engine.run.freeplay import FreePlay, FreePlaySettings
 session = FreePlay(current_cluster(), FreePlaySettings(levels=("at-least-once", "exactly-once"),
                    rate=20.0, time_limit_s=60.0)).start()
 print(session.run_id, flush=True)

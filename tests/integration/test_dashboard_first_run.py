@@ -7,9 +7,9 @@ import subprocess
 import time
 import urllib.request
 
-from engine import paths
+from engine.base import paths
 from engine.cluster.ports import free_ports, is_listening
-from engine.dashboard import stop_group
+from engine.commands.dashboard import stop_group
 
 
 def test_lab_dashboard_serves_with_a_fresh_home_and_no_terminal(tmp_path):

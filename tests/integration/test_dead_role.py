@@ -11,10 +11,10 @@ import time
 
 import pytest
 
-from engine import record
-from engine.errors import LabError
-from engine.runner import run_scenario
-from engine.scenario import list_scenarios, load_scenario
+from engine.base.errors import LabError
+from engine.run import record
+from engine.run.runner import run_scenario
+from engine.scenarios.scenario import list_scenarios, load_scenario
 
 pytestmark = pytest.mark.kafka
 

@@ -20,8 +20,8 @@ from confluent_kafka import Consumer, Producer
 
 from engine.cluster.base import NodeState
 from engine.kafka import admin
-from engine.runner import run_scenario
-from engine.scenario import list_scenarios, load_scenario
+from engine.run.runner import run_scenario
+from engine.scenarios.scenario import list_scenarios, load_scenario
 from tests.dockerenv import project_leftovers
 from tests.integration.file_promises import assert_counts_match_kcat
 
@@ -232,7 +232,7 @@ def test_a_container_stopped_from_outside_shows_as_down_in_the_sidebar(
 ) -> None:
     from streamlit.testing.v1 import AppTest
 
-    from engine import paths
+    from engine.base import paths
     from pages._shared import cluster_service
 
     name = cluster.container(2).name
@@ -257,7 +257,7 @@ def test_a_container_stopped_from_outside_shows_as_down_in_the_sidebar(
 
 
 def test_an_engine_without_the_image_says_in_one_line_how_to_get_it(cluster, monkeypatch) -> None:
-    from engine.errors import MissingImageError
+    from engine.base.errors import MissingImageError
 
     missing = f"kafka-failure-lab/no-such-image:{uuid.uuid4().hex[:8]}"
     monkeypatch.setenv("LAB_KAFKA_IMAGE", missing)

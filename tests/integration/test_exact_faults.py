@@ -1,7 +1,7 @@
 """Faults at exact program points give exact counts, on a real cluster, at several settings.
 
 The processor stops itself in the commit gap of its second batch and the nemesis SIGKILLs
-it there (engine.failpoints). That batch is then lost at at-most-once (offsets committed, no
+it there (engine.proc.failpoints). That batch is then lost at at-most-once (offsets committed, no
 output written) and written twice at at-least-once (outputs acknowledged, offsets not
 committed), whatever the batch size, partitions and processing time. The batch is the one
 the fault point names in the history, so each count is checked against it exactly, and
@@ -15,10 +15,10 @@ from collections import Counter
 
 import pytest
 
-from engine import record
-from engine.levels import LEVELS, PROCESSOR_CONSUMER
-from engine.runner import run_scenario
-from engine.scenario import list_scenarios, load_scenario
+from engine.model.levels import LEVELS, PROCESSOR_CONSUMER
+from engine.run import record
+from engine.run.runner import run_scenario
+from engine.scenarios.scenario import list_scenarios, load_scenario
 from tests.kafkatools import kcat_values
 
 pytestmark = pytest.mark.kafka

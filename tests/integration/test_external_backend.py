@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import pytest
 
+from engine.base.errors import ClusterError, UnsupportedFaultError
 from engine.cluster.embedded import pid_alive
 from engine.cluster.external import ExternalCluster
-from engine.errors import ClusterError, UnsupportedFaultError
 from engine.kafka import admin
-from engine.runner import run_scenario
-from engine.scenario import list_scenarios, load_scenario
+from engine.run.runner import run_scenario
+from engine.scenarios.scenario import list_scenarios, load_scenario
 
 pytestmark = pytest.mark.kafka
 

@@ -1,7 +1,7 @@
 """Free play on a real cluster: each button's fault really happens in every level at once.
 
 A stream flows through three levels side by side; the test strikes the faults one after the
-other, and for each waits until the live view's data (engine.live, read from the run's own
+other, and for each waits until the live view's data (engine.teach.live, read from the run's own
 history files) names it and the counts move. After the stop, the checker's counts keep each
 level's promise, and at-least-once shows the duplicate that the dropped ack made.
 """
@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from engine import record
-from engine.freeplay import FreePlay, FreePlayError, FreePlaySettings, broker_faults_refused
-from engine.live import LevelSnapshot, RunWatch
+from engine.run import record
+from engine.run.freeplay import FreePlay, FreePlayError, FreePlaySettings, broker_faults_refused
+from engine.teach.live import LevelSnapshot, RunWatch
 
 pytestmark = pytest.mark.kafka
 

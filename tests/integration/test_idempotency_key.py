@@ -5,8 +5,8 @@ from __future__ import annotations
 import psycopg
 import pytest
 
-from engine.runner import run_scenario
-from engine.scenario import list_scenarios, load_scenario
+from engine.run.runner import run_scenario
+from engine.scenarios.scenario import list_scenarios, load_scenario
 from tests.postgres import PostgresServer
 
 pytestmark = pytest.mark.kafka
@@ -42,8 +42,8 @@ def test_duplicates_reach_the_log_but_the_effect_happens_once_in_postgres(
 
 
 def test_a_missing_postgres_is_one_line_and_the_other_levels_are_kept(cluster1, monkeypatch):
-    from engine import record
     from engine.cluster.ports import free_ports
+    from engine.run import record
 
     # A port nothing listens on: what a user meets when LAB_DEDUP_DSN's server is not up.
     dsn = f"postgresql://lab:s3cret@127.0.0.1:{free_ports(1)[0]}/lab"
@@ -70,7 +70,7 @@ def test_the_command_line_prints_the_kept_results_then_one_error_line(cluster1, 
     import subprocess
     import sys
 
-    from engine import paths
+    from engine.base import paths
     from engine.cluster.ports import free_ports
 
     env = {

@@ -16,16 +16,16 @@ from typing import Any
 
 import pytest
 
-from engine import record
-from engine.history import read_jsonl
-from engine.java_client import JAVA_PRODUCER_MAIN, to_java
-from engine.java_roles import ensure_java_roles, java_command
+from engine.base.paths import REPO_ROOT
 from engine.kafka import admin
-from engine.levels import LEVELS
-from engine.paths import REPO_ROOT
-from engine.processes import RoleProcess
-from engine.runner import run_scenario
-from engine.scenario import list_scenarios, load_scenario, with_client
+from engine.model.history import read_jsonl
+from engine.model.java_client import JAVA_PRODUCER_MAIN, to_java
+from engine.model.levels import LEVELS
+from engine.proc.java_roles import ensure_java_roles, java_command
+from engine.proc.processes import RoleProcess
+from engine.run import record
+from engine.run.runner import run_scenario
+from engine.scenarios.scenario import list_scenarios, load_scenario, with_client
 from tests.kafkatools import kcat_values
 
 pytestmark = pytest.mark.kafka
@@ -95,7 +95,7 @@ def test_java_at_least_once_duplicates_a_lost_ack_and_the_idempotent_levels_do_n
 
 def test_the_java_role_writes_the_python_roles_events(cluster1, java_ack_loss):
     """One send per id and one ack or fail per send: what the checker reads; values shaped
-    as engine/values.py's value_maker makes them."""
+    as engine/base/values.py's value_maker makes them."""
     folder = record.level_folder(record.run_folder(java_ack_loss["run_id"]), "at-least-once")
     events = read_jsonl(folder / "producer.jsonl")
     assert [e["id"] for e in events if e["ev"] == "send"] == list(range(20))
@@ -207,7 +207,7 @@ def resolve_java(*settings: str) -> dict[str, Any]:
 
 
 def test_the_java_clients_defaults_and_when_it_drops_idempotence():
-    """KIP-679's defaults, and what engine/levels.py says of them, on the pinned client."""
+    """KIP-679's defaults, and what engine/model/levels.py says of them, on the pinned client."""
     defaults = resolve_java()["effective"]
     assert defaults["enable.idempotence"] is True and defaults["acks"] == "-1"
     assert defaults["linger.ms"] == 5  # 4.0's default (the roles set linger.ms themselves)

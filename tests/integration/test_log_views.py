@@ -20,7 +20,8 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Producer
 
-from engine import logs, paths, tools
+from engine import logs
+from engine.base import paths, tools
 from engine.kafka import admin, jars
 from tests.kafkatools import kcat_values, unique
 
@@ -310,7 +311,7 @@ def test_errors_are_one_actionable_line(cluster1):
 
 # ---- the command line ------------------------------------------------------------------------
 def run_cli(cluster, tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
-    """`python -m engine.logs_cli ...` with the session's cluster as the current one.
+    """`python -m engine.commands.logs_cli ...` with the session's cluster as the current one.
 
     A state folder of its own points at the cluster through a symlink, so the session's
     shared state folder is left alone.
@@ -321,7 +322,7 @@ def run_cli(cluster, tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
     (state / "current.json").write_text(json.dumps({"backend": "local", "name": cluster.name}))
     env = {**os.environ, "LAB_STATE_DIR": str(state), "PYTHONPATH": str(paths.REPO_ROOT)}
     return subprocess.run(
-        [sys.executable, "-m", "engine.logs_cli", *args],
+        [sys.executable, "-m", "engine.commands.logs_cli", *args],
         capture_output=True,
         text=True,
         timeout=180,

@@ -14,8 +14,8 @@ from collections import Counter
 
 import pytest
 
-from engine import record
-from engine.scenario import list_scenarios, load_scenario
+from engine.run import record
+from engine.scenarios.scenario import list_scenarios, load_scenario
 from tests.integration.file_promises import assert_lessons_hold
 from tests.kafkatools import kcat_values
 from tests.metrics.followed import run_judged_three_ways

@@ -19,11 +19,12 @@ from pathlib import Path
 import pytest
 
 import engine.roles
-from engine import java_roles, record
-from engine.levels import LEVELS as ALL
+from engine.model.levels import LEVELS as ALL
+from engine.proc import java_roles
 from engine.roles.registry import role_for, roles
-from engine.runner import run_scenario
-from engine.scenario import Scenario, list_scenarios, load_scenario
+from engine.run import record
+from engine.run.runner import run_scenario
+from engine.scenarios.scenario import Scenario, list_scenarios, load_scenario
 from tests.kafkatools import kcat_values
 
 pytestmark = pytest.mark.kafka

@@ -24,7 +24,7 @@ import pytest
 from confluent_kafka import Consumer, KafkaException, Producer
 from confluent_kafka.admin import AdminClient
 
-from engine import tools
+from engine.base import tools
 from engine.kafka import admin, jars
 from engine.proxy.control import ProxyControl, read_events
 from tests.kafkatools import kcat_values, produce_one_by_one, read_all, unique

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from engine import record
 from engine.cluster.embedded import EmbeddedCluster, pid_alive
-from engine.runner import RunFailed, run_scenario
-from engine.scenario import list_scenarios, load_scenario
+from engine.run import record
+from engine.run.runner import RunFailed, run_scenario
+from engine.scenarios.scenario import list_scenarios, load_scenario
 
 pytestmark = pytest.mark.kafka
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from engine.scenario import list_scenarios, load_scenario
+from engine.scenarios.scenario import list_scenarios, load_scenario
 from tests.integration.file_promises import assert_lessons_hold
 from tests.kafkatools import kcat_values
 from tests.metrics.followed import Judged, assert_three_ways_agree, run_judged_three_ways

@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from engine import record
-from engine.runner import run_scenario
-from engine.scenario import Scenario, list_scenarios, load_scenario
+from engine.run import record
+from engine.run.runner import run_scenario
+from engine.scenarios.scenario import Scenario, list_scenarios, load_scenario
 from tests.integration.file_promises import assert_as_its_file_says, kcat_ids
 from tests.integration.test_lost_coordinator_answers import LOST_MESSAGE_SCENARIOS
 from tests.integration.test_replication_truths import REPLICATION_SCENARIOS

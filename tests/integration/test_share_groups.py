@@ -36,14 +36,14 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 
-from engine import paths, settings
+from engine.base import paths, settings
+from engine.base.tools import find_java
 from engine.cluster.embedded import log_stamp
-from engine.failpoints import FailPoint, wait_stopped
-from engine.history import read_jsonl
 from engine.kafka import jars
 from engine.kafka.admin import admin_client, create_topic
-from engine.processes import RoleProcess
-from engine.tools import find_java
+from engine.model.history import read_jsonl
+from engine.proc.failpoints import FailPoint, wait_stopped
+from engine.proc.processes import RoleProcess
 from tests.kafkatools import kcat_values, unique
 
 pytestmark = pytest.mark.timeout(600)

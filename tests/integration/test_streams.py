@@ -19,11 +19,13 @@ from typing import Any
 
 import pytest
 
-from engine import record, settings, streams
-from engine.history import merge
+from engine.base import settings
 from engine.kafka import jars
-from engine.runner import run_scenario
-from engine.scenario import KafkaFrom, Scenario, load_scenario, scenarios_dir
+from engine.model.history import merge
+from engine.run import record
+from engine.run.runner import run_scenario
+from engine.scenarios import streams
+from engine.scenarios.scenario import KafkaFrom, Scenario, load_scenario, scenarios_dir
 from tests.integration.file_promises import assert_as_its_file_says
 from tests.kafkatools import kcat_values
 from tests.metrics.followed import run_judged_three_ways
@@ -136,7 +138,7 @@ def test_the_what_if_reader_at_read_uncommitted_counts_the_aborted_results(clust
     its downstream consumer really configured at read_uncommitted. The run's exactly_once_v2
     counts are kcat's at read_uncommitted, the aborted results among them, and the
     what-if's explanation holds: no claim of it is contradicted by this run."""
-    from engine.lesson import list_lessons, load_lesson
+    from engine.teach.lesson import list_lessons, load_lesson
 
     step = load_lesson(list_lessons()["kafka-streams"]).steps[0]
     assert step.what_if is not None and step.scenario == "streams-crash"
@@ -227,7 +229,7 @@ def test_the_state_stores_counts_read_from_the_history_equal_kcats(crash_run):
 
 
 def test_each_result_carries_the_account_and_amount_the_truth_derives(crash_run):
-    """The Java role and engine/streams.py derive a payment's account and amount alike."""
+    """The Java role and engine/scenarios/streams.py derive a payment's account and amount alike."""
     for level, data in crash_run["levels"].items():
         for value in data["kcat"]:
             assert value["account"] == streams.account_of(value["id"]), level
@@ -284,7 +286,7 @@ OLDER = "4.1.2"
 
 def store_verdicts(level_folder: Path) -> list[str]:
     """What Kafka Streams made of the account-totals store the replacement found on disk (its
-    own log lines, as the role records them: engine/streams.py store_check_words)."""
+    own log lines, as the role records them: engine/scenarios/streams.py store_check_words)."""
     return [
         e["verdict"]
         for e in history(level_folder, "processor#2")

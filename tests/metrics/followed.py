@@ -8,7 +8,7 @@ agree, count for count and verdict for verdict:
 
 - the metrics from the records the queries read (compute_and_save with the follower);
 - the batch job's, which reads Kafka again after the run (run_metrics);
-- the checker's (engine.checker), which the run itself returned.
+- the checker's (engine.judging.checker), which the run itself returned.
 
 Where a partition's leader changed during the run, Kafka may have lost records the queries
 had already read, so the follower's copy is refused and the batch job's numbers are saved
@@ -21,13 +21,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from engine import record
 from engine.metrics.compute import STREAM_SOURCE, compute_and_save
 from engine.metrics.session import get_spark
 from engine.metrics.spark_job import run_metrics
 from engine.metrics.streaming import RunFollower, start_following
-from engine.runner import new_run_id, run_scenario
-from engine.scenario import Scenario
+from engine.run import record
+from engine.run.runner import new_run_id, run_scenario
+from engine.scenarios.scenario import Scenario
 
 # The checker's fields that Spark's metrics carry too, with the same values.
 CHECKER_FIELDS = (

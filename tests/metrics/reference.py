@@ -2,9 +2,9 @@
 
 It takes the same inputs as engine.metrics.spark_job.judge (Kafka rows with the source's
 columns, history rows, the levels, the ledger size) and judges each level with
-engine.checker.check, exactly as engine.runner does after a run. The fields the checker does
-not compute (duplicated share, aborts by design, the latency distribution, throughput) are
-computed here again, loop by loop, from their written definitions.
+engine.judging.checker.check, exactly as engine.run.runner does after a run. The fields the
+checker does not compute (duplicated share, aborts by design, the latency distribution, throughput)
+are computed here again, loop by loop, from their written definitions.
 """
 
 from __future__ import annotations
@@ -14,11 +14,11 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from engine.checker import StoredRecord, check, percentile
+from engine.base.values import parse_value
+from engine.judging.checker import StoredRecord, check, percentile
 from engine.metrics.buckets import bucket_width
 from engine.metrics.inputs import PRODUCER_PROCS, LevelSpec
 from engine.metrics.summary import PERCENTILES
-from engine.values import parse_value
 
 # One Kafka record as Spark's Kafka source gives it: (topic, partition, offset, value).
 KafkaRow = tuple[str, int, int, bytes | None]

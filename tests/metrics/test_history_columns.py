@@ -1,5 +1,5 @@
 """A level's history read by Spark from its Parquet copy equals the same history read from
-history.jsonl (engine.history.write_columns, engine.metrics.inputs.read_history).
+history.jsonl (engine.model.history.write_columns, engine.metrics.inputs.read_history).
 
 The copy is written only when every field Spark reads has its column's type; any other
 value is what JSON reading turns into null, and then Spark reads the JSON.
@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from engine import record
-from engine.history import write_columns
 from engine.metrics.inputs import read_history
+from engine.model.history import write_columns
+from engine.run import record
 
 # Every field the judgement reads, with the values runs write: missing fields, nulls, a
 # transaction's ids, a source's ack position, the runner's group_committed, ints as times.
@@ -56,7 +56,7 @@ def spark() -> Iterator[Any]:
 
 
 def level_history(folder: Path, level: str, events: list[dict[str, Any]]) -> Path:
-    """history.jsonl of `level` as engine.record.write_judge_inputs writes it, and its copy."""
+    """history.jsonl of `level` as engine.run.record.write_judge_inputs writes it, and its copy."""
     level_dir = record.level_folder(folder, level)
     level_dir.mkdir(parents=True)
     path = level_dir / record.HISTORY

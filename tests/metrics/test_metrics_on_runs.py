@@ -1,7 +1,7 @@
 """On real scenario runs, Spark's metrics equal the checker's, field by field.
 
 Each scenario runs on the session's real 1-node cluster; the engine judges it with
-engine.checker as always. Then the Spark job reads the run's topics back from Kafka at both
+engine.judging.checker as always. Then the Spark job reads the run's topics back from Kafka at both
 isolation levels and must give the same counts, the same latency summary and the same
 verdict for every message. The plain-Python reference, fed the same Kafka records, must
 agree with Spark on the fields the checker does not compute.
@@ -17,7 +17,6 @@ from typing import Any
 import pytest
 from confluent_kafka import Consumer, KafkaError, TopicPartition
 
-from engine import record
 from engine.metrics.buckets import MAX_BUCKETS, WIDTHS_S
 from engine.metrics.cli import add_commands
 from engine.metrics.spark_job import (
@@ -27,8 +26,9 @@ from engine.metrics.spark_job import (
     run_metrics,
     verdict_rows,
 )
-from engine.runner import run_scenario
-from engine.scenario import list_scenarios, load_scenario
+from engine.run import record
+from engine.run.runner import run_scenario
+from engine.scenarios.scenario import list_scenarios, load_scenario
 from tests.metrics import reference
 from tests.metrics.followed import CHECKER_FIELDS
 

@@ -1,7 +1,7 @@
 """Property tests: Spark and the plain-Python reference recover what synthetic runs hold.
 
 Hypothesis builds runs as rows with the columns Spark's Kafka source gives (topic,
-partition, offset, value) and history events as engine.history.merge writes them, so no
+partition, offset, value) and history events as engine.model.history.merge writes them, so no
 Kafka is needed. Two properties:
 
 - planted: duplicates, losses, reorders and aborted records placed on purpose are found
@@ -79,7 +79,7 @@ class Synthetic:
 
 
 def value(message_id: Any, created_at: float | None, level: str) -> bytes:
-    """A record value as engine.values.value_maker writes it."""
+    """A record value as engine.base.values.value_maker writes it."""
     body = {"id": message_id, "created_at": created_at, "run": "synthetic", "level": level}
     return json.dumps({**body, "by": "producer"}, separators=(",", ":")).encode()
 
@@ -94,7 +94,7 @@ def judged_by_spark(spark: Any, run: Synthetic) -> Judged:
     history_schema = "level string, " + ", ".join(
         f"{f.name} {f.dataType.simpleString()}" for f in HISTORY_SCHEMA.fields
     )
-    # engine.history.merge sorts every run's events by time; so do the synthetic ones.
+    # engine.model.history.merge sorts every run's events by time; so do the synthetic ones.
     events = sorted(run.history, key=lambda e: e["t"])
     return judge(
         uncommitted=spark.createDataFrame(run.uncommitted, KAFKA_SCHEMA),
@@ -328,7 +328,7 @@ def test_both_recover_what_was_planted(spark, run: Synthetic) -> None:
 PROCS = ["producer", "producer#2", "source", "sink", "processor", "nemesis", ""]
 EVS = ["send", "ack", "fail", "consumed", "txn_abort", "txn_commit", "fenced", "start"]
 EVS += ["commit_rejected", "restart", "output_failed"]
-# What a refusal line may say (engine.checker.count_refusals reads these).
+# What a refusal line may say (engine.judging.checker.count_refusals reads these).
 ERRORS = [None, "INVALID_PRODUCER_EPOCH", "ILLEGAL_GENERATION", "_FENCED", "_TIMED_OUT"]
 BY = [None, "group coordinator", "transaction coordinator", "the commit failed"]
 TIMES = st.sampled_from([0.0, 0.5, 1.0]) | st.floats(
@@ -515,7 +515,7 @@ def test_the_driver_jvm_has_room_to_keep_compiling_through_a_long_session(spark)
 
 
 def test_the_spark_jvm_runs_in_a_cpu_group_of_its_own_below_the_run(spark) -> None:
-    from engine import settings as lab_settings
+    from engine.base import settings as lab_settings
 
     niceness = lab_settings.SPARK_NICENESS.integer(minimum=0)
     assert niceness > 0
@@ -699,7 +699,7 @@ def test_the_facts_shuffle_runs_in_whole_rounds_of_the_task_slots(spark, monkeyp
 
 def test_the_scaling_benchmarks_data_is_judged_alike_by_spark_and_duckdb(spark, tmp_path) -> None:
     """benchmarks.metrics_bench compares Spark with DuckDB on its own synthetic run; both
-    must count it alike, reordered ids by engine.checker's definition. (Its history once
+    must count it alike, reordered ids by engine.judging.checker's definition. (Its history once
     lacked the source-ack columns Spark's judgement reads, and DuckDB counted only each id's
     first copy as reordered.)"""
     from benchmarks.metrics_bench import make_data, spark_judge, worker_duckdb
@@ -709,5 +709,5 @@ def test_the_scaling_benchmarks_data_is_judged_alike_by_spark_and_duckdb(spark, 
     by_duckdb = worker_duckdb(tmp_path)["results"]
     assert by_spark == by_duckdb
     # 1 in 500 ids is written 50 messages late, 1 in 100 has a retried copy 3 messages
-    # later: every copy counts (engine.checker.reordered_ids), so 4 + 20 ids.
+    # later: every copy counts (engine.judging.checker.reordered_ids), so 4 + 20 ids.
     assert by_spark["reordered"] == 24

@@ -22,7 +22,7 @@ from engine.metrics.compute import STREAM_SOURCE, compute_and_save
 from engine.metrics.spark_job import MetricsError, run_metrics
 from engine.metrics.streaming import RunFollower, level_specs
 from engine.metrics.summary import so_far
-from engine.scenario import list_scenarios, load_scenario
+from engine.scenarios.scenario import list_scenarios, load_scenario
 from tests.metrics import followed
 
 pytestmark = pytest.mark.kafka
@@ -158,7 +158,7 @@ def test_a_follower_behind_kafkas_end_reads_the_rest_without_waiting_for_a_trigg
     waiting for that trigger (processAllAvailable, which the code before called and which
     waits for it). The metrics are the checker's all the same."""
     from engine.metrics.streaming import start_following
-    from engine.runner import new_run_id, run_scenario
+    from engine.run.runner import new_run_id, run_scenario
 
     path = list_scenarios()["ack-loss"]
     scenario = load_scenario(path)

@@ -1,6 +1,6 @@
 """The judgement reads a record value's id and created_at as from_json does, faster.
 
-engine.metrics.sql cuts the lab's own values (engine.values.value_maker's compact
+engine.metrics.sql cuts the lab's own values (engine.base.values.value_maker's compact
 JSON) apart with string functions and parses any other value as JSON. Both ways must give
 the same struct for every value: the values the lab's producers write, values other roles
 write (a processor's json.dumps, with spaces), and values that look like the lab's but are
@@ -17,8 +17,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from engine.base.values import value_maker
 from engine.metrics import sql
-from engine.values import value_maker
 
 
 @pytest.fixture(scope="module")

@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
-from engine import record
 from engine.metrics import verdict_table
 from engine.metrics.inputs import HISTORY_SCHEMA, KAFKA_SCHEMA, LevelSpec
 from engine.metrics.summary import judge, verdict_rows
+from engine.run import record
 
 
 @pytest.fixture(scope="module")

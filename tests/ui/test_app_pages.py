@@ -8,9 +8,10 @@ import time
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from engine import paths, record
-from engine.levels import CORE_LEVELS, LEVELS, PROCESSOR_CONSUMER
-from engine.scenario import list_scenarios, load_scenario
+from engine.base import paths
+from engine.model.levels import CORE_LEVELS, LEVELS, PROCESSOR_CONSUMER
+from engine.run import record
+from engine.scenarios.scenario import list_scenarios, load_scenario
 
 APP = str(paths.REPO_ROOT / "app.py")
 
@@ -122,7 +123,7 @@ def test_replay_shows_a_crafted_run_parameter_as_text(monkeypatch, tmp_path):
 
 
 def test_every_lesson_file_validates():
-    from engine.lesson import list_lessons, load_lesson
+    from engine.teach.lesson import list_lessons, load_lesson
 
     lessons = list_lessons()
     assert lessons
@@ -134,7 +135,7 @@ def test_every_lesson_file_validates():
 @pytest.mark.kafka
 @pytest.mark.kafka
 def test_a_lesson_step_that_needs_3_nodes_says_so_before_it_runs(monkeypatch, cluster1):
-    from engine.lesson import LessonProgress, list_lessons, load_lesson
+    from engine.teach.lesson import LessonProgress, list_lessons, load_lesson
 
     monkeypatch.setenv("LAB_AUTOSTART", "1")
     register_current(cluster1)
@@ -158,7 +159,7 @@ def test_a_lesson_step_that_needs_3_nodes_says_so_before_it_runs(monkeypatch, cl
 
 
 def test_lesson_mode_predict_run_explain(monkeypatch, cluster1):
-    from engine.lesson import list_lessons, load_lesson
+    from engine.teach.lesson import list_lessons, load_lesson
 
     monkeypatch.setenv("LAB_AUTOSTART", "1")
     register_current(cluster1)
@@ -198,7 +199,7 @@ def test_lesson_mode_predict_run_explain(monkeypatch, cluster1):
 def test_the_lessons_place_and_prediction_survive_a_trip_to_other_pages(monkeypatch):
     """Lesson -> Free play -> Metrics -> Replay -> Lesson: the same lesson, step, vote and
     lock (Streamlit drops a widget's state when its page is left; the lesson keeps its own)."""
-    from engine.lesson import list_lessons, load_lesson
+    from engine.teach.lesson import list_lessons, load_lesson
 
     monkeypatch.setenv("LAB_AUTOSTART", "0")
     at = AppTest.from_file(APP, default_timeout=30).run()
@@ -237,7 +238,7 @@ def test_isolation_view_charts_the_lso_waiting_during_a_transaction_timeout(
 ):
     """transaction-timeout reads the LSO and high watermark as they move; the recorded run's
     isolation view draws them, and the evidence says how long the LSO stood still."""
-    from engine.runner import run_scenario
+    from engine.run.runner import run_scenario
 
     monkeypatch.setenv("LAB_RUNS_DIR", str(tmp_path))
     monkeypatch.setenv("LAB_AUTOSTART", "0")
@@ -385,8 +386,8 @@ def test_a_broken_scenario_or_lesson_file_is_named_in_one_line_and_the_rest_work
     its line in the picker says what is wrong, and the other scenarios still open."""
     import shutil
 
-    from engine import lesson as lesson_module
-    from engine import scenario as scenario_module
+    from engine.scenarios import scenario as scenario_module
+    from engine.teach import lesson as lesson_module
 
     scenarios = tmp_path / "scenarios"
     shutil.copytree(paths.REPO_ROOT / "scenarios", scenarios)

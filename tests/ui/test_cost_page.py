@@ -11,7 +11,7 @@ import json
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from engine import paths
+from engine.base import paths
 from engine.cost import published, report
 from pages._shared import APP_MARK, cluster_service
 

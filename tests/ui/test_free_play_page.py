@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from streamlit.testing.v1 import AppTest
 
-from engine import paths
+from engine.base import paths
 
 APP = str(paths.REPO_ROOT / "app.py")
 
@@ -34,7 +34,7 @@ class _Settings:
 
 
 class _RunningSession:
-    """Stands in for engine.freeplay.FreePlay mid-stream: what the page reads of it."""
+    """Stands in for engine.run.freeplay.FreePlay mid-stream: what the page reads of it."""
 
     active = True
     phase = "running"

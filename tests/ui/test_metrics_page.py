@@ -11,9 +11,10 @@ import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from engine import paths, record
-from engine.runner import run_scenario
-from engine.scenario import list_scenarios, load_scenario
+from engine.base import paths
+from engine.run import record
+from engine.run.runner import run_scenario
+from engine.scenarios.scenario import list_scenarios, load_scenario
 
 APP = str(paths.REPO_ROOT / "app.py")
 COUNTS = ("sent", "acked", "delivered", "duplicates", "lost", "reordered", "aborted_visible")
@@ -149,7 +150,7 @@ def test_a_followed_runs_metrics_are_the_streaming_queries_final_numbers(monkeyp
     from engine.metrics.compute import STREAM_SOURCE
     from engine.metrics.session import get_spark
     from engine.metrics.streaming import finish_in_background, live_runs, start_following
-    from engine.runner import new_run_id
+    from engine.run.runner import new_run_id
 
     monkeypatch.setenv("LAB_AUTOSTART", "0")
     path = list_scenarios()["ack-loss"]
@@ -210,8 +211,8 @@ def test_the_dashboards_follower_starts_once_the_topics_exist_and_reads_the_whol
     from engine.metrics.compute import STREAM_SOURCE, compute_and_save
     from engine.metrics.session import get_spark
     from engine.metrics.streaming import why_not_followed
+    from engine.run.runner import new_run_id
     from engine.run_handle import RunHandle, follow
-    from engine.runner import new_run_id
 
     path = list_scenarios()["ack-loss"]
     scenario = load_scenario(path)

@@ -13,10 +13,10 @@ import pytest
 from streamlit import config
 from streamlit.testing.v1 import AppTest
 
-from engine import paths
-from engine.errors import LabError
+from engine.base import paths
+from engine.base.errors import LabError
 from engine.logs.batches import LogDump
-from engine.room import KEY_ENV
+from engine.teach.room import KEY_ENV
 
 APP = str(paths.REPO_ROOT / "app.py")
 KEY = "room-test-key-0123456789"

@@ -10,8 +10,8 @@ import pytest
 from streamlit import config
 from streamlit.testing.v1 import AppTest
 
-from engine import paths
-from engine.room import KEY_ENV
+from engine.base import paths
+from engine.teach.room import KEY_ENV
 
 APP = str(paths.REPO_ROOT / "app.py")
 KEY = "room-test-key-0123456789"
@@ -91,7 +91,7 @@ def test_the_presenter_link_makes_the_presenter_and_leaves_the_address(room):
 
 VIEWER_CALLS = {
     "run": """
-from engine.scenario import list_scenarios, load_scenario
+from engine.scenarios.scenario import list_scenarios, load_scenario
 from pages._run_control import run_live
 from pages._shared import cluster_service
 scenario = load_scenario(list_scenarios()["ack-loss"])

@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from engine import paths
-from engine.lesson import list_lessons, load_lesson
-from engine.teaching import FIRST_LESSON, GROUPS, grouped_scenario_names, lesson_nodes
+from engine.base import paths
+from engine.teach.lesson import list_lessons, load_lesson
+from engine.teach.teaching import FIRST_LESSON, GROUPS, grouped_scenario_names, lesson_nodes
 
 APP = str(paths.REPO_ROOT / "app.py")
 

@@ -31,9 +31,9 @@ from streamlit.proto.BackMsg_pb2 import BackMsg
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
 from benchmarks.ws_viewer import element_text, page_request
-from engine import paths
-from engine.dashboard import serve_dashboard, stop_group
-from engine.room import KEY_ENV, KEY_PARAM
+from engine.base import paths
+from engine.commands.dashboard import serve_dashboard, stop_group
+from engine.teach.room import KEY_ENV, KEY_PARAM
 
 KEY = "viewer-messages-key-0123456789"
 PAGE = "failure_lab"
@@ -332,7 +332,7 @@ async def a_viewer_uploads(room: Room) -> None:
     """Streamlit's upload route (an HTTP PUT beside the websocket, which the message guard
     does not see) stores a file for the session its address names, with no file uploader on
     the page. A viewer's 10 KB file, with a valid XSRF cookie and header, is refused (413):
-    the dashboard starts Streamlit with server.maxUploadSize 0 (engine/dashboard.py)."""
+    the dashboard starts Streamlit with server.maxUploadSize 0 (engine/commands/dashboard.py)."""
     viewer = await Browser.open(room.url)
     try:
         await viewer.load(PAGE)

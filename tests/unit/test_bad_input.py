@@ -14,9 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from engine import paths, record
-from engine.errors import KafkaFetchError, LabError
+from engine.base import paths
+from engine.base.errors import KafkaFetchError, LabError
 from engine.kafka import jars
+from engine.run import record
 
 
 def engine_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:

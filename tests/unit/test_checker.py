@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from engine.checker import StoredRecord, check, percentile, reordered_ids
+from engine.judging.checker import StoredRecord, check, percentile, reordered_ids
 
 
 def rec(partition: int, offset: int, message_id: int, created: float = 0.0) -> StoredRecord:
@@ -36,7 +36,7 @@ def test_duplicates_losses_and_acks():
 
 
 def test_what_the_counts_cannot_say_is_said_in_the_evidence():
-    from engine.judge import judging_caveats
+    from engine.judging.judge import judging_caveats
 
     history = [{"t": 5, "proc": "sink", "ev": "consumed", "id": 0}]
     verdicts, _ = check(

@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from engine.lesson import list_lessons, load_lesson
-from engine.scenario import count_of, list_scenarios, load_scenario, meets
+from engine.scenarios.scenario import count_of, list_scenarios, load_scenario, meets
+from engine.teach.lesson import list_lessons, load_lesson
 
 RECORDED = Path(__file__).parent.parent / "data" / "recorded"
 

@@ -9,11 +9,11 @@ import sys
 
 import pytest
 
-from engine import paths, tools
+from engine.base import paths, tools
+from engine.base.errors import ClusterError, MissingToolError, PortInUseError
 from engine.cluster import make_cluster
 from engine.cluster.embedded import EmbeddedNode, server_properties
 from engine.cluster.ports import require_free
-from engine.errors import ClusterError, MissingToolError, PortInUseError
 from engine.kafka import jars
 
 

@@ -11,8 +11,8 @@ import time
 
 import pytest
 
+from engine.base.errors import LabError
 from engine.cluster.service import ClusterService, node_advice
-from engine.errors import LabError
 
 
 class RecordingCluster:

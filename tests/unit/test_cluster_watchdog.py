@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from engine import paths
+from engine.base import paths
 from engine.cluster.base import write_json_atomic
 
 NAME = "guarded"

@@ -22,16 +22,16 @@ import docker.errors
 import pytest
 import yaml
 
-from engine import paths
-from engine.cluster import docker_backend as db
-from engine.cluster.base import NodeState, ProxyInfo
-from engine.errors import (
+from engine.base import paths
+from engine.base.errors import (
     ClusterError,
     ClusterNotRunningError,
     DockerUnavailableError,
     MissingImageError,
     MissingToolError,
 )
+from engine.cluster import docker_backend as db
+from engine.cluster.base import NodeState, ProxyInfo
 
 COMPOSE = paths.REPO_ROOT / "docker-compose.yml"
 NODES = (1, 2, 3)

@@ -14,7 +14,7 @@ from engine.cost.yardsticks import (
     java_props,
     parse_perf_summary,
 )
-from engine.levels import LEVELS
+from engine.model.levels import LEVELS
 
 PERF_OUTPUT = """\
 16021 records sent, 3204.2 records/sec (3.13 MB/sec), 1489.4 ms avg latency, 2174.0 ms max latency.

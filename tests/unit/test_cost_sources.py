@@ -6,7 +6,7 @@ import ast
 
 import pytest
 
-from engine import paths
+from engine.base import paths
 from engine.cost import published, report
 from engine.cost.stats import steadiness
 from engine.cost.throughput import Matrix, Trial

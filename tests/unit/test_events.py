@@ -1,4 +1,4 @@
-"""The events are one enum (engine/events.py): every name written and every name a reader
+"""The events are one enum (engine/model/events.py): every name written and every name a reader
 compares against is a member, and every member has the room's words.
 
 Found by reading the code, as test_words does for the writers: a reader that compares `ev`
@@ -10,9 +10,9 @@ from __future__ import annotations
 import ast
 import re
 
-from engine import paths
-from engine.events import Event, NemesisRecord, ProxyRecord, java_source
-from engine.words import EVENT_TEMPLATES, EVENT_WORDS, PROXY_WORDS, RECORD_WORDS
+from engine.base import paths
+from engine.model.events import Event, NemesisRecord, ProxyRecord, java_source
+from engine.model.words import EVENT_TEMPLATES, EVENT_WORDS, PROXY_WORDS, RECORD_WORDS
 from tests.unit.test_words import event_name, history_events
 
 ROOT = paths.REPO_ROOT
@@ -97,10 +97,10 @@ def test_every_record_kind_has_words_and_no_reader_names_one_bare():
 
 
 def test_the_java_roles_events_are_made_from_this_enum():
-    """java/.../Events.java is `python -m engine.events --java`'s output, and no Java role
+    """java/.../Events.java is `python -m engine.model.events --java`'s output, and no Java role
     writes an event by a bare string."""
     made = ROOT / "java/src/main/java/lab/common/Events.java"
-    assert made.read_text() == java_source(), "run `python -m engine.events --java`"
+    assert made.read_text() == java_source(), "run `python -m engine.model.events --java`"
     for path in sorted((ROOT / "java/src/main/java").rglob("*.java")):
         assert not re.search(r'\.write\(\s*"', path.read_text()), path.name
 
@@ -120,7 +120,7 @@ def test_readers_compare_with_members_not_bare_names():
 
 
 def test_the_reader_scan_finds_names_and_a_misspelt_one_fails():
-    checker = (ROOT / "engine" / "checker.py").read_text()
+    checker = (ROOT / "engine" / "judging" / "checker.py").read_text()
     assert {"send", "ack", "fail", "fenced"} <= compared_names(checker)
     misspelt = 'if event.get("ev") == "sned" or ev in ("ack", "fial"):\n    pass\n'
     assert compared_names(misspelt) - set(Event) == {"sned", "fial"}

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from engine.checker import StoredRecord, check
-from engine.explain import explain, id_ranges, ids_phrase
-from engine.words import say_error
+from engine.judging.checker import StoredRecord, check
+from engine.judging.explain import explain, id_ranges, ids_phrase
+from engine.model.words import say_error
 
 
 def test_id_ranges_and_phrases():
@@ -286,7 +286,7 @@ def test_a_retried_copy_that_lands_after_later_ids_is_said():
 
 
 def test_the_brokers_answers_are_said_once_per_error_and_node():
-    from engine.explain import broker_answers
+    from engine.judging.explain import broker_answers
 
     def answer(cid: int, error: str, waited: float) -> dict:
         return {
@@ -320,7 +320,7 @@ def test_the_brokers_answers_are_said_once_per_error_and_node():
 def test_not_leader_from_the_node_taking_over_is_said_to_be_that():
     """leader-moves, as seen in CI: node 2 was stopped, node 3 answered NOT_LEADER_OR_FOLLOWER
     once (before it had applied its election), then led the partition."""
-    from engine.explain import (
+    from engine.judging.explain import (
         NOT_LEADER_ELSEWHERE,
         NOT_LEADER_YET,
         PRODUCE_ERROR_MEANING,
@@ -357,7 +357,7 @@ def test_not_leader_from_the_node_taking_over_is_said_to_be_that():
 
 def test_a_producer_that_wrote_only_after_the_leader_died_is_said_to_have_done_so():
     """broker-failover, exactly-once: init_transactions returned after the failover."""
-    from engine.explain import wrote_after_leader_loss
+    from engine.judging.explain import wrote_after_leader_loss
 
     def event(t: float, proc: str, ev: str, **more) -> dict:
         return {"t": t, "proc": proc, "ev": ev, **more}

@@ -12,15 +12,15 @@ import subprocess
 import sys
 import textwrap
 
-from engine.failpoints import FailPoint, process_state, wait_stopped
-from engine.history import read_jsonl
-from engine.paths import REPO_ROOT
+from engine.base.paths import REPO_ROOT
+from engine.model.history import read_jsonl
+from engine.proc.failpoints import FailPoint, process_state, wait_stopped
 
 CHILD = textwrap.dedent(
     """
     import sys
-    from engine.failpoints import ArmedFailPoint, FailPoint
-    from engine.history import HistoryWriter
+    from engine.proc.failpoints import ArmedFailPoint, FailPoint
+    from engine.model.history import HistoryWriter
 
     history = HistoryWriter(sys.argv[1], "child", ArmedFailPoint(FailPoint("step", 3)))
     for i in range(6):

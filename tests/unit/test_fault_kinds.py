@@ -16,14 +16,15 @@ from typing import Any
 import pytest
 import yaml
 
-from engine import faults, freeplay
+from engine import faults
 from engine.faults import KINDS, discover, incomplete
 from engine.faults.base import EVERY_BACKEND, HURT, Availability, FaultKind
 from engine.faults.params import PARAMS, FaultParams
-from engine.live import nemesis_text
-from engine.nemesis import Nemesis, NemesisContext
-from engine.scenario import ScenarioError, list_scenarios, parse_scenario
-from engine.words import from_name
+from engine.model.words import from_name
+from engine.run import freeplay
+from engine.run.nemesis import Nemesis, NemesisContext
+from engine.scenarios.scenario import ScenarioError, list_scenarios, parse_scenario
+from engine.teach.live import nemesis_text
 
 
 @pytest.mark.parametrize("name", list(KINDS))

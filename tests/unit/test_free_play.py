@@ -8,19 +8,19 @@ from pathlib import Path
 
 import pytest
 
+from engine.base.errors import LabError
 from engine.cluster.external import ExternalCluster
-from engine.errors import LabError
-from engine.freeplay import (
+from engine.model.history import HistoryWriter, read_jsonl
+from engine.proc.processes import RoleProcess
+from engine.run.freeplay import (
     RATE_BOUNDS,
     TIME_LIMIT_BOUNDS,
     FreePlayError,
     FreePlaySettings,
 )
-from engine.history import HistoryWriter, read_jsonl
-from engine.live import nemesis_text
-from engine.nemesis import Nemesis, NemesisContext
-from engine.processes import RoleProcess
-from engine.scenario import Fault
+from engine.run.nemesis import Nemesis, NemesisContext
+from engine.scenarios.scenario import Fault
+from engine.teach.live import nemesis_text
 
 
 def test_the_recorded_scenario_is_the_processor_pipeline_with_no_scheduled_fault():
@@ -59,7 +59,7 @@ def test_bad_settings_are_refused_with_the_reason(change, says):
 
 
 def test_a_session_without_a_cluster_is_refused_in_one_sentence():
-    from engine.freeplay import FreePlay
+    from engine.run.freeplay import FreePlay
 
     with pytest.raises(FreePlayError, match="not ready"):
         FreePlay(None, FreePlaySettings())  # type: ignore[arg-type]
@@ -141,7 +141,7 @@ def test_a_broker_killed_outside_a_level_is_named_as_such():
 
 def test_one_click_delivered_twice_strikes_once(monkeypatch):
     """The same button twice within SAME_CLICK_S is one click; another button still strikes."""
-    from engine import freeplay
+    from engine.run import freeplay
 
     session = freeplay.FreePlay(ExternalCluster("127.0.0.1:1"), FreePlaySettings())
     session.phase = "running"  # never started: only the queue of strikes is looked at
@@ -174,7 +174,7 @@ def test_a_fatal_error_handed_to_error_cb_as_fatal_code_is_kept():
 
 
 def test_a_processor_that_exited_says_why_from_its_history(tmp_path):
-    from engine.freeplay import exit_reason
+    from engine.run.freeplay import exit_reason
 
     history = HistoryWriter(str(tmp_path / "processor.jsonl"), "processor")
     history.write("consumed", id=1)

@@ -1,12 +1,12 @@
-"""engine.history: a history read back is typed lines (HistoryLine), in time order, each
+"""engine.model.history: a history read back is typed lines (HistoryLine), in time order, each
 still the JSON object it was written as."""
 
 from __future__ import annotations
 
 import json
 
-from engine.events import Event
-from engine.history import HistoryLine, HistoryWriter, Tail, merge
+from engine.model.events import Event
+from engine.model.history import HistoryLine, HistoryWriter, Tail, merge
 
 
 def test_merge_gives_typed_lines_in_time_order_and_each_is_what_was_written(tmp_path):

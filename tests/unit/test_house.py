@@ -9,7 +9,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from engine.paths import REPO_ROOT
+from engine.base.paths import REPO_ROOT
 
 MAX_LINES = 900
 ROOTS = ("engine", "pages")
@@ -180,12 +180,13 @@ def test_the_run_folder_layout_is_known_in_engine_record_only() -> None:
     elsewhere = {
         str(path.relative_to(REPO_ROOT)): sorted(names)
         for path in modules().values()
-        if path != REPO_ROOT / "engine" / "record.py" and (names := file_names_in_code(path))
+        if path != REPO_ROOT / "engine" / "run" / "record.py"
+        and (names := file_names_in_code(path))
     }
     assert not elsewhere, elsewhere
 
 
 def test_the_layout_check_sees_a_file_name_spelled_out(tmp_path) -> None:
-    """What engine/runner.py did: `folder / "verdicts.json"`."""
+    """What engine/run/runner.py did: `folder / "verdicts.json"`."""
     (tmp_path / "m.py").write_text('"""Writes verdicts.json."""\np = folder / "verdicts.json"\n')
     assert file_names_in_code(tmp_path / "m.py") == {"verdicts.json"}

@@ -11,7 +11,9 @@ from pathlib import Path
 
 from streamlit.testing.v1 import AppTest
 
-from engine import leash, paths, record
+from engine.base import paths
+from engine.proc import leash
+from engine.run import record
 
 APP = str(paths.REPO_ROOT / "app.py")
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from engine import java_roles
+from engine.proc import java_roles
 
 KEPT = {f"b{i}" for i in range(java_roles.KEEP_BUILDS)}
 

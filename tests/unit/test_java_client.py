@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import pytest
 
-from engine.client_evidence import client_evidence
+from engine.base.paths import REPO_ROOT
 from engine.cluster.external import ExternalCluster
-from engine.java_client import (
+from engine.judging.client_evidence import client_evidence
+from engine.model.java_client import (
     JAVA_PRODUCER_MAIN,
     NO_EQUIVALENT,
     RENAMED,
@@ -21,10 +22,9 @@ from engine.java_client import (
     settings_for,
     to_java,
 )
-from engine.level_run import LevelRun, producer_client_settings
-from engine.levels import LEVELS
-from engine.paths import REPO_ROOT
-from engine.scenario import ScenarioError, list_scenarios, load_scenario, with_client
+from engine.model.levels import LEVELS
+from engine.run.level_run import LevelRun, producer_client_settings
+from engine.scenarios.scenario import ScenarioError, list_scenarios, load_scenario, with_client
 
 
 def test_the_same_names_pass_with_values_as_java_reads_them():
@@ -148,8 +148,8 @@ def test_the_card_says_what_the_java_client_resolved_and_reported():
 def client_choice_page() -> None:
     import streamlit as st
 
-    from engine.paths import REPO_ROOT
-    from engine.scenario import load_scenario
+    from engine.base.paths import REPO_ROOT
+    from engine.scenarios.scenario import load_scenario
     from pages._client_choice import choose_client
 
     scenario = load_scenario(REPO_ROOT / "scenarios" / "ack-loss.yaml")
@@ -178,7 +178,7 @@ def test_a_java_scenario_with_a_setting_the_table_lacks_is_refused_when_read():
         text
         + "\nproducer_overrides:\n  at-least-once: {queue.buffering.backpressure.threshold: 1}\n"
     )
-    from engine.scenario import parse_scenario
+    from engine.scenarios.scenario import parse_scenario
 
     assert parse_scenario(odd).client == "librdkafka"  # librdkafka takes its own names
     with pytest.raises(ScenarioError, match=r"producer_overrides\.at-least-once: 'queue"):
@@ -234,7 +234,7 @@ def test_a_file_that_names_the_java_client_gets_its_java_lesson_once():
     """As a run's own copy of leader-moves run with --client java is read back (Replay)."""
     import yaml
 
-    from engine.scenario import Scenario
+    from engine.scenarios.scenario import Scenario
 
     path = list_scenarios()["leader-moves"]
     data = {**yaml.safe_load(path.read_text()), "client": "java"}

@@ -2,7 +2,8 @@
 
 import re
 
-from engine import java_roles, paths
+from engine.base import paths
+from engine.proc import java_roles
 
 
 def test_the_java_roles_pin_the_clusters_kafka_version():

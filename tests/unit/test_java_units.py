@@ -8,9 +8,9 @@ import subprocess
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from engine import paths
-from engine.java_roles import JAVA_POM
-from engine.tools import find_java, find_maven
+from engine.base import paths
+from engine.base.tools import find_java, find_maven
+from engine.proc.java_roles import JAVA_POM
 
 # Every JUnit class in java/src/test, each of which must have run.
 SUITES = {

@@ -1,4 +1,4 @@
-"""Recorded runs judged again offline: the judge (engine.judge) needs no Kafka.
+"""Recorded runs judged again offline: the judge (engine.judging.judge) needs no Kafka.
 
 tests/data/recorded/NAME/LEVEL/ keeps what a real run's level was judged from (its merged
 history, what was read back, how it ran), as etcd's robustness tests keep their histories;
@@ -17,10 +17,10 @@ from typing import Any
 
 import pytest
 
-from engine import record
-from engine.checker import LevelCounts
-from engine.judge import LevelResult, judge
-from engine.scenario import list_scenarios, load_scenario, meets
+from engine.judging.checker import LevelCounts
+from engine.judging.judge import LevelResult, judge
+from engine.run import record
+from engine.scenarios.scenario import list_scenarios, load_scenario, meets
 from tests.data.record import JUDGED_AGAIN
 
 RECORDED = Path(__file__).parent.parent / "data" / "recorded"
@@ -113,7 +113,7 @@ def test_a_level_whose_judgement_fails_keeps_what_it_was_to_be_judged_from(
 ) -> None:
     """LevelRun.finish writes the judge's inputs before it judges: a judgement that raises
     (a bug in the checker, say) leaves a level that can be judged again offline."""
-    from engine import level_run
+    from engine.run import level_run
 
     history, read, settings = record.load_judged_inputs(RECORDED / "ack-loss" / "at-least-once")
     (tmp_path / "producer.jsonl").write_text("".join(json.dumps(e) + "\n" for e in history))

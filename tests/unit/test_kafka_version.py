@@ -16,12 +16,14 @@ from types import SimpleNamespace
 
 import pytest
 
-from engine import cli, java_roles, paths, tools
+from engine.base import paths, tools
+from engine.base.errors import ClusterError, KafkaFetchError, KafkaVersionError
 from engine.cluster import require_same_version
 from engine.cluster.embedded import EmbeddedCluster
 from engine.cluster.service import ClusterService
-from engine.errors import ClusterError, KafkaFetchError, KafkaVersionError
+from engine.commands import cli
 from engine.kafka import jars
+from engine.proc import java_roles
 
 VAR = "LAB_KAFKA_VERSION"
 

@@ -13,7 +13,7 @@ from streamlit import config
 from streamlit.proto.BackMsg_pb2 import BackMsg
 from streamlit.runtime.app_session import AppSession
 
-from engine.room import UnsafeRoomError
+from engine.teach.room import UnsafeRoomError
 from pages import _roles
 from pages._keep import kept
 

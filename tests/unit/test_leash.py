@@ -12,14 +12,15 @@ from pathlib import Path
 
 import pytest
 
-from engine import leash, paths
+from engine.base import paths
+from engine.proc import leash
 
 # The owner starts each child from a short-lived thread, as a run's level threads and
 # Streamlit's script threads do: the kernel's parent-death signal must not fire when that
 # thread ends, only when the owner process dies.
 OWNER = """
 import subprocess, sys, threading, time
-from engine import leash
+from engine.proc import leash
 pids = []
 def start():
     child = leash.spawn("tests.leash_sleeper", [], stdin=subprocess.DEVNULL,
@@ -82,7 +83,7 @@ def test_a_child_whose_owner_is_already_gone_does_not_start(tmp_path):
     dead.wait()
     env = {**os.environ, leash.OWNER_ENV: f"{dead.pid}:1", "PYTHONPATH": str(paths.REPO_ROOT)}
     child = subprocess.run(
-        [sys.executable, "-m", "engine.leash", "tests.leash_sleeper"],
+        [sys.executable, "-m", "engine.proc.leash", "tests.leash_sleeper"],
         cwd=paths.REPO_ROOT,
         env=env,
         timeout=20,

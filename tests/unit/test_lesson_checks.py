@@ -18,8 +18,9 @@ import pytest
 import yaml
 from pydantic import ValidationError
 
-from engine.judge import Effects
-from engine.lesson import (
+from engine.judging.judge import Effects
+from engine.scenarios.scenario import list_scenarios, load_scenario
+from engine.teach.lesson import (
     EFFECT_COUNTS,
     Condition,
     LessonError,
@@ -32,7 +33,6 @@ from engine.lesson import (
     load_lesson,
     outcome_of,
 )
-from engine.scenario import list_scenarios, load_scenario
 
 RECORDED = Path(__file__).parent.parent / "data" / "recorded"
 RUNS: dict[str, dict[str, Any]] = {

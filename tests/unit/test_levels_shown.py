@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
+from engine.base.paths import REPO_ROOT
 from engine.cluster.external import ExternalCluster
-from engine.levels import LEVELS, PROCESSOR_CONSUMER
-from engine.paths import REPO_ROOT
-from engine.runner import LevelRun, producer_config
-from engine.scenario import load_scenario
+from engine.model.levels import LEVELS, PROCESSOR_CONSUMER
+from engine.run.runner import LevelRun, producer_config
+from engine.scenarios.scenario import load_scenario
 
 
 @pytest.mark.parametrize("name", sorted(LEVELS))

@@ -1,4 +1,4 @@
-"""The live view's reading of a level folder while its files grow (engine.live)."""
+"""The live view's reading of a level folder while its files grow (engine.teach.live)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from engine.live import LevelWatch, RunWatch, fault_line, fault_text, fold_faults
+from engine.teach.live import LevelWatch, RunWatch, fault_line, fault_text, fold_faults
 
 RUN = "20250101-000000-consumer-crash-abcd"
 

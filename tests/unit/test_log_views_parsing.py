@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import pytest
 
-from engine import logs, logs_cli
+from engine import logs
+from engine.commands import logs_cli
 from engine.logs import LogRecord, RecordListError
-from engine.record import RecordedLevel, RecordedRun
+from engine.run.record import RecordedLevel, RecordedRun
 
 TXN_DUMP = """\
 Dumping exp.txn.1795310194-0/00000000000000000000.log
@@ -207,7 +208,7 @@ def test_empty_and_unrelated_output_gives_no_batches():
 
 
 def test_the_dump_class_is_found_in_the_cached_jars():
-    from engine import paths
+    from engine.base import paths
     from engine.kafka import jars
 
     if not jars.kafka_jars_ready():

@@ -8,11 +8,11 @@ import re
 
 import pytest
 
-from engine import paths
-from engine.lesson import list_lessons, load_lesson
-from engine.levels import LEVELS
-from engine.scenario import list_scenarios
-from engine.teaching import GROUPS, lesson_nodes, scenario_nodes
+from engine.base import paths
+from engine.model.levels import LEVELS
+from engine.scenarios.scenario import list_scenarios
+from engine.teach.lesson import list_lessons, load_lesson
+from engine.teach.teaching import GROUPS, lesson_nodes, scenario_nodes
 
 README = paths.REPO_ROOT / "README.md"
 APP = paths.REPO_ROOT / "app.py"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from engine import tools
-from engine.errors import KafkaFetchError
+from engine.base import tools
+from engine.base.errors import KafkaFetchError
 
 
 def test_a_complete_copy_is_reused_and_a_half_finished_one_fetched_again(tmp_path, monkeypatch):

@@ -7,8 +7,8 @@ import json
 import threading
 import time
 
-from engine import record
 from engine.metrics.service import MetricsService
+from engine.run import record
 
 
 def test_the_first_caller_computes_and_those_who_waited_read_what_it_saved():

@@ -8,9 +8,9 @@ from types import SimpleNamespace
 import pytest
 from confluent_kafka import KafkaError
 
-from engine.history import HistoryWriter, read_jsonl
+from engine.base.values import Stamp, parse_value, value_maker
+from engine.model.history import HistoryWriter, read_jsonl
 from engine.roles.producer import ProducerHistory
-from engine.values import Stamp, parse_value, value_maker
 
 
 def message(key: int, partition: int, offset: int) -> SimpleNamespace:

@@ -1,4 +1,4 @@
-"""What a zombie was refused, counted by kind (engine.checker.count_refusals), whatever the
+"""What a zombie was refused, counted by kind (engine.judging.checker.count_refusals), whatever the
 moment the fault struck it: before its commit, in the middle of its transaction after a
 write, or at the end of its transaction. Histories built here, as the roles write them."""
 
@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine.checker import Refusals, StoredRecord, check, count_refusals
-from engine.explain import explain
+from engine.judging.checker import Refusals, StoredRecord, check, count_refusals
+from engine.judging.explain import explain
 
 CLIENT = "run-exactly-once-processor"
 WOKEN = {"t": 5.0, "proc": "nemesis", "ev": "nemesis", "kind": "resume", "target": "processor"}

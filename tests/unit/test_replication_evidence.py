@@ -9,7 +9,7 @@ import pytest
 
 from engine.cluster.embedded import log_lines_since
 from engine.kafka.elr import PartitionReplicas, parse_describe, replication_log_lines
-from engine.scenario import ScenarioError, parse_scenario
+from engine.scenarios.scenario import ScenarioError, parse_scenario
 
 DESCRIBE = (
     "Topic: t\tTopicId: AbC\tPartitionCount: 1\tReplicationFactor: 2\t"
@@ -140,7 +140,7 @@ def test_the_watch_reports_a_new_leader_or_isr_and_a_high_watermark_going_back()
 
 
 def test_the_longest_lso_stall_is_told_from_the_readings() -> None:
-    from engine.explain import longest_lso_stall
+    from engine.judging.explain import longest_lso_stall
 
     def reading(t: float, lso: int, hw: int) -> dict:
         return {"t": t, "ev": "nemesis", "kind": "offsets", "lso": lso, "high_watermark": hw}

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.processes import RoleProcess, exit_words
+from engine.proc.processes import RoleProcess, exit_words
 
 
 def ended(tmp_path: Path, script: str, *, lab_kills: bool = False) -> str:

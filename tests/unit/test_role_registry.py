@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from engine import paths
-from engine.errors import LabError
-from engine.events import Event
-from engine.levels import LEVELS
+from engine.base import paths
+from engine.base.errors import LabError
+from engine.model.events import Event
+from engine.model.levels import LEVELS
 from engine.roles import registry
 from engine.roles.registry import COMMON_EVENTS, Role, role_for, roles
-from engine.scenario import list_scenarios, load_scenario, with_client
+from engine.scenarios.scenario import list_scenarios, load_scenario, with_client
 
 JAVA_SOURCES = paths.REPO_ROOT / "java" / "src" / "main" / "java"
 

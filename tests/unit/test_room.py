@@ -6,7 +6,7 @@ import logging
 
 import pytest
 
-from engine.room import (
+from engine.teach.room import (
     KEY_ENV,
     NotPresenterError,
     PresenterKeyError,

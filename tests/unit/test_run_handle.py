@@ -6,7 +6,7 @@ RunHandle (engine.run_handle) reads the levels' steps as run_scenario reports th
 
 from __future__ import annotations
 
-from engine.progress import CREATING_TOPICS, Step
+from engine.run.progress import CREATING_TOPICS, Step
 from engine.run_handle import RunHandle
 
 

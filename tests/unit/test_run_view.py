@@ -349,7 +349,7 @@ def recorded_level_results() -> list[tuple[str, str, dict]]:
 
 
 def test_a_card_shows_every_count_its_sentence_cites():
-    from engine.scenario import list_scenarios, load_scenario
+    from engine.scenarios.scenario import list_scenarios, load_scenario
     from pages._run_view import teaching_counts
 
     checked = 0
@@ -386,7 +386,7 @@ def test_a_zombie_card_names_what_was_refused_and_no_write_when_none_was():
     import json
     from pathlib import Path
 
-    from engine.scenario import list_scenarios, load_scenario
+    from engine.scenarios.scenario import list_scenarios, load_scenario
     from pages._run_view import TEACHING_LABELS, teaching_counts
 
     recorded = Path(__file__).parent.parent / "data" / "recorded" / "zombie.json"

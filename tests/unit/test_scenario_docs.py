@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from engine import scenario_docs
-from engine.scenario import list_scenarios, load_scenario
+from engine.scenarios.scenario import list_scenarios, load_scenario
+from engine.teach import scenario_docs
 
 
 def test_docs_scenarios_md_is_what_the_scenario_files_say() -> None:
     assert scenario_docs.DOC.read_text() == scenario_docs.render(), (
-        "docs/scenarios.md is stale: run `python -m engine.scenario_docs`"
+        "docs/scenarios.md is stale: run `python -m engine.teach.scenario_docs`"
     )
 
 

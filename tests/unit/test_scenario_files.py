@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from engine.errors import LabError
-from engine.scenario import ScenarioError, list_scenarios, load_scenario, parse_scenario
+from engine.base.errors import LabError
+from engine.scenarios.scenario import ScenarioError, list_scenarios, load_scenario, parse_scenario
 
 VALID = """
 name: demo
@@ -208,7 +208,7 @@ def test_a_malformed_teaches_bound_names_the_field():
 
 
 def test_how_the_levels_share_time():
-    from engine.runner import schedule_of
+    from engine.run.runner import schedule_of
 
     scenarios = list_scenarios()
     ack_loss = load_scenario(scenarios["ack-loss"])
@@ -229,7 +229,7 @@ def test_a_scenario_whose_story_needs_a_newer_kafka_is_refused_in_one_line_befor
     4.0.0 cluster the run is refused before any topic is made; on 4.1.2 and 4.4.0 it is not."""
     from types import SimpleNamespace
 
-    from engine.runner import run_scenario
+    from engine.run.runner import run_scenario
 
     scenario = load_scenario(list_scenarios()["all-replicas-down"])
     assert scenario.kafka_from is not None

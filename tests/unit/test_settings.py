@@ -1,4 +1,4 @@
-"""The LAB_* settings live in engine/settings.py: named, defaulted and explained there only.
+"""The LAB_* settings live in engine/base/settings.py: named, defaulted and explained there only.
 
 docs/settings.md is generated from it, and no other module reads a LAB_* variable itself.
 """
@@ -9,8 +9,8 @@ import re
 
 import pytest
 
-from engine import settings
-from engine.paths import REPO_ROOT
+from engine.base import settings
+from engine.base.paths import REPO_ROOT
 
 DOCS = REPO_ROOT / "docs" / "settings.md"
 # Where the lab's code is: the Python modules, and the shell entry point `lab`.
@@ -28,7 +28,7 @@ OWN_READ = re.compile(r"""(environ(\.get)?\s*[(\[]|getenv\(|=\s*)["']LAB_[A-Z0-9
 
 def test_docs_settings_md_is_generated_from_engine_settings() -> None:
     assert DOCS.read_text() == settings.markdown(), (
-        "docs/settings.md is stale: python -m engine.settings --markdown > docs/settings.md"
+        "docs/settings.md is stale: python -m engine.base.settings --markdown > docs/settings.md"
     )
 
 
@@ -53,7 +53,7 @@ def test_no_module_but_engine_settings_reads_a_lab_variable_itself() -> None:
     own = [
         f"{path.relative_to(REPO_ROOT)}:{n}: {line.strip()}"
         for path in CODE
-        if path.suffix == ".py" and path != REPO_ROOT / "engine" / "settings.py"
+        if path.suffix == ".py" and path != REPO_ROOT / "engine" / "base" / "settings.py"
         for n, line in enumerate(path.read_text().splitlines(), 1)
         if OWN_READ.search(line)
     ]

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
-from engine.history import HistoryWriter, read_jsonl
+from engine.model.history import HistoryWriter, read_jsonl
 from engine.roles.share_worker import (
     commit_acknowledgements,
     error_code,

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from engine.lesson import list_lessons, load_lesson
-from engine.scenario import ScenarioError, list_scenarios, load_scenario, parse_scenario
+from engine.scenarios.scenario import ScenarioError, list_scenarios, load_scenario, parse_scenario
+from engine.teach.lesson import list_lessons, load_lesson
 from pages._sources import footnote_markdown, footnote_tests
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from engine import paths
+from engine.base import paths
 
 ROOT = paths.REPO_ROOT
 SOURCES = ROOT / "docs" / "sources.md"

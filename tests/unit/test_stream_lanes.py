@@ -8,7 +8,7 @@ from streamlit.testing.v1 import AppTest
 def draw_stream_lane() -> None:
     import streamlit as st
 
-    from engine.live import LevelSnapshot
+    from engine.teach.live import LevelSnapshot
     from pages._live_view import LiveView
 
     snapshot = LevelSnapshot(

@@ -7,12 +7,13 @@ import json
 
 import pytest
 
-from engine import paths, streams
+from engine.base import paths
 from engine.cluster.external import ExternalCluster
-from engine.level_run import LevelRun
-from engine.levels import LEVELS, STREAMS_LEVELS
-from engine.scenario import ScenarioError, parse_scenario, scenarios_dir
-from engine.streams import AccountTotals
+from engine.model.levels import LEVELS, STREAMS_LEVELS
+from engine.run.level_run import LevelRun
+from engine.scenarios import streams
+from engine.scenarios.scenario import ScenarioError, parse_scenario, scenarios_dir
+from engine.scenarios.streams import AccountTotals
 
 PAYMENTS_JAVA = paths.REPO_ROOT / "java/src/main/java/lab/streams/Payments.java"
 
@@ -66,7 +67,7 @@ def test_the_spec_is_the_processor_groups_application_with_the_levels_guarantee(
     level = LEVELS[name]
     run = LevelRun(scenario, level, ExternalCluster("127.0.0.1:1"), "run", tmp_path)
     spec = streams.streams_spec(run)
-    # engine.level_run judges the input done from this group's committed offsets.
+    # engine.run.level_run judges the input done from this group's committed offsets.
     assert spec["application_id"] == f"run-{name}-processor"
     assert spec["processing_guarantee"] == level.extra["processing.guarantee"]
     assert spec["commit_interval_ms"] is None  # Kafka Streams' own default
@@ -141,7 +142,7 @@ def test_the_pages_rows_put_the_store_beside_the_truth():
 
 
 def test_more_than_one_input_partition_is_refused_before_the_run() -> None:
-    from engine.scenario import list_scenarios, load_scenario
+    from engine.scenarios.scenario import list_scenarios, load_scenario
 
     scenario = load_scenario(list_scenarios()["streams-crash"])
     assert scenario.runs_kafka_streams and scenario.cannot_teach() is None
@@ -159,7 +160,7 @@ def test_more_than_one_input_partition_is_refused_before_the_run() -> None:
 
 def test_the_fidelity_grid_offers_what_the_page_offers_a_streams_scenario() -> None:
     from benchmarks.fidelity import PROCESSING_MS, grid
-    from engine.scenario import list_scenarios, load_scenario
+    from engine.scenarios.scenario import list_scenarios, load_scenario
 
     points = grid(load_scenario(list_scenarios()["streams-crash"]))
     assert {p.partitions for p in points} == {1} and len(points) == len(PROCESSING_MS)

@@ -7,8 +7,8 @@ import re
 
 import pytest
 
-from engine import paths
-from engine.lesson import list_lessons, load_lesson
+from engine.base import paths
+from engine.teach.lesson import list_lessons, load_lesson
 
 GUIDE = paths.REPO_ROOT / "docs" / "teachers-guide.md"
 README = paths.REPO_ROOT / "README.md"

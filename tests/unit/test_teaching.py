@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import json
 
-from engine import teaching
-from engine.lesson import Lesson, Step, list_lessons, load_lesson
-from engine.scenario import list_scenarios, load_scenario
+from engine.scenarios.scenario import list_scenarios, load_scenario
+from engine.teach import teaching
+from engine.teach.lesson import Lesson, Step, list_lessons, load_lesson
 
 
 def test_every_scenario_file_is_in_exactly_one_group_and_every_group_name_is_a_file() -> None:
     grouped = [name for group in teaching.GROUPS for name in group.scenarios]
-    assert sorted(grouped) == sorted(list_scenarios()), "engine/teaching.py's GROUPS"
+    assert sorted(grouped) == sorted(list_scenarios()), "engine/teach/teaching.py's GROUPS"
     assert teaching.grouped_scenario_names()[: len(grouped)] == grouped
 
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import dataclasses
 
-from engine.checker import StoredRecord
-from engine.judge import LevelResult, LevelSettings, ReadBack, UncommittedReader, judge
-from engine.lesson import UNCOMMITTED_READER_COUNTS
+from engine.judging.checker import StoredRecord
+from engine.judging.judge import LevelResult, LevelSettings, ReadBack, UncommittedReader, judge
+from engine.teach.lesson import UNCOMMITTED_READER_COUNTS
 
 SETTINGS = LevelSettings(
     level="exactly-once",

@@ -1,11 +1,11 @@
-"""The room's vote on a lesson step (engine.vote): pure logic, no Kafka."""
+"""The room's vote on a lesson step (engine.teach.vote): pure logic, no Kafka."""
 
 from __future__ import annotations
 
 import pytest
 
-from engine import record
-from engine.vote import Ballot, RoomVotes, Tally, VoteError, load_vote, save_vote
+from engine.run import record
+from engine.teach.vote import Ballot, RoomVotes, Tally, VoteError, load_vote, save_vote
 
 BALLOT = Ballot("delivery-guarantees", 0, "How many copies?", ("none", "one", "two"))
 

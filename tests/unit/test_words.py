@@ -1,4 +1,4 @@
-"""Every name the engine writes has the room's words (engine/words.py).
+"""Every name the engine writes has the room's words (engine/model/words.py).
 
 The names are found by reading the code, not from a list kept beside it: a role, the nemesis
 or the proxy that starts writing a new event fails here until it has words.
@@ -13,27 +13,29 @@ from pathlib import Path
 
 import pytest
 
-from engine import faults, paths, words
-from engine.events import Event, NemesisRecord, ProxyRecord
-from engine.scenario import Fault
+from engine import faults
+from engine.base import paths
+from engine.model import words
+from engine.model.events import Event, NemesisRecord, ProxyRecord
+from engine.scenarios.scenario import Fault
 
 ENGINE = paths.REPO_ROOT / "engine"
 # The files whose `.write("ev", ...)` calls write history lines.
 HISTORY_WRITERS = [
     *sorted((ENGINE / "roles").glob("*.py")),
-    ENGINE / "failpoints.py",
-    ENGINE / "nemesis.py",
-    ENGINE / "runner.py",
-    ENGINE / "level_run.py",
-    ENGINE / "freeplay.py",
+    ENGINE / "proc" / "failpoints.py",
+    ENGINE / "run" / "nemesis.py",
+    ENGINE / "run" / "runner.py",
+    ENGINE / "run" / "level_run.py",
+    ENGINE / "run" / "freeplay.py",
 ]
 # The Java roles (java/src/main/java/lab/) write the same history through History.java.
 JAVA_WRITERS = sorted((paths.REPO_ROOT / "java" / "src" / "main" / "java").rglob("*.java"))
 FAULT_RECORDERS = [
     *sorted((ENGINE / "faults").glob("*.py")),
-    ENGINE / "nemesis.py",
-    ENGINE / "runner.py",
-    ENGINE / "freeplay.py",
+    ENGINE / "run" / "nemesis.py",
+    ENGINE / "run" / "runner.py",
+    ENGINE / "run" / "freeplay.py",
 ]
 
 
@@ -92,7 +94,7 @@ def history_events() -> set[str]:
 
 def java_history_events() -> set[str]:
     """Every `ev` a Java role writes: `history.write(Events.NAME, ...)` (or a ternary of two
-    such) in java/'s sources; Events.java is made from engine/events.py."""
+    such) in java/'s sources; Events.java is made from engine/model/events.py."""
     found: set[str] = set()
     for path in JAVA_WRITERS:
         text = path.read_text()
@@ -118,7 +120,7 @@ def test_the_scan_finds_the_events_the_issue_names():
 
 def test_every_history_event_has_words():
     missing = sorted(ev for ev in history_events() if ev not in words.EVENT_WORDS)
-    assert not missing, f"history events with no room words in engine/words.py: {missing}"
+    assert not missing, f"history events with no room words in engine/model/words.py: {missing}"
 
 
 def test_every_event_name_made_with_an_f_string_is_known():
@@ -142,7 +144,7 @@ def test_every_event_name_made_with_an_f_string_is_known():
 
 def test_every_fault_kind_has_words():
     """A fault kind says its own words (engine/faults/NAME.py); every other record the nemesis
-    or the runner writes has its words in engine.words.RECORD_WORDS."""
+    or the runner writes has its words in engine.model.words.RECORD_WORDS."""
     kinds = set(faults.KINDS) | constant_names(FAULT_RECORDERS, "record")
     for path in FAULT_RECORDERS:  # nemesis lines written with kind=... directly
         text = path.read_text()
@@ -157,7 +159,7 @@ def test_every_fault_kind_has_words():
         for k in kinds
         if k not in faults.KINDS and words.record_words(k) is None and words.SKIPPED not in k
     )
-    assert not missing, f"fault records with no room words in engine/words.py: {missing}"
+    assert not missing, f"fault records with no room words in engine/model/words.py: {missing}"
     for kind in (k for k in kinds if k.endswith(words.SKIPPED)):
         assert faults.fault_words(kind).endswith(": skipped"), kind
     assert faults.fault_words("crash") == "killed"
@@ -171,7 +173,7 @@ def test_every_proxy_event_has_words():
     apis = typing.get_args(Fault.model_fields["api"].annotation)
     kinds |= {f"{api}_{what}_dropped" for api in apis for what in ("request", "response")}
     missing = sorted(k for k in kinds if k not in words.PROXY_WORDS)
-    assert not missing, f"proxy events with no room words in engine/words.py: {missing}"
+    assert not missing, f"proxy events with no room words in engine/model/words.py: {missing}"
 
 
 @pytest.mark.parametrize(
@@ -217,7 +219,7 @@ def test_the_raw_name_follows_in_small_type():
 
 def test_raw_codes_in_a_recorded_sentence_are_said_in_the_rooms_words():
     """A run recorded before the evidence was said in words still shows no bare code."""
-    from engine.words import room_words
+    from engine.model.words import room_words
 
     old = (
         "Node 1 answered 2 Produce requests with REQUEST_TIMED_OUT, after 3028.8 ms; the "
@@ -247,7 +249,7 @@ def test_the_labs_own_names_do_not_reach_the_room():
     Java exception's class name said as words, librdkafka's partition format and a replica set
     after "nodes" are said in words; Kafka's or the client's own error name may follow in small
     type, the lab's names do not."""
-    from engine.words import room_words
+    from engine.model.words import room_words
 
     assert words.point_words("after output_acked #12") == "after its 12th output was written"
     assert words.process_words("processor#2") == "processor 2"

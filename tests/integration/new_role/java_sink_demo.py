@@ -4,7 +4,7 @@ engine is edited for it to play the sink of its scenario's levels."""
 
 from __future__ import annotations
 
-from engine.events import Event
+from engine.model.events import Event
 from engine.roles.registry import Role
 
 ROLE = Role(

@@ -1,8 +1,8 @@
 package lab.common;
 
 /**
- * Every event a history line can carry, as engine/events.py names them. Made by {@code python -m
- * engine.events --java}; do not edit.
+ * Every event a history line can carry, as engine/model/events.py names them. Made by {@code python
+ * -m engine.model.events --java}; do not edit.
  */
 public final class Events {
   private Events() {}

@@ -8,9 +8,9 @@ import java.util.Map;
 import java.util.stream.Stream;
 
 /**
- * A fault point (engine/failpoints.py's FailPoint): stop right after the role writes its {@code
- * count}-th {@code event}. The role stops itself with SIGSTOP, so every thread stops at once (the
- * clients' network threads included) and the nemesis's real signal lands there.
+ * A fault point (engine/proc/failpoints.py's FailPoint): stop right after the role writes its
+ * {@code count}-th {@code event}. The role stops itself with SIGSTOP, so every thread stops at once
+ * (the clients' network threads included) and the nemesis's real signal lands there.
  *
  * <p>{@link History#write} calls it holding the history's lock, and it returns only once the stop
  * has landed: the kill(1) it runs returns when SIGSTOP is sent, and on a busy machine the JVM's

@@ -9,12 +9,12 @@ import java.util.LinkedHashMap;
 import java.util.Map;
 
 /**
- * The run's record, written as engine/history.py writes it: one JSON line per event, with at least
- * {@code t} (epoch seconds), {@code proc} (who) and {@code ev} (what), appended and flushed one
- * line at a time so that a SIGKILL loses at most the line being written.
+ * The run's record, written as engine/model/history.py writes it: one JSON line per event, with at
+ * least {@code t} (epoch seconds), {@code proc} (who) and {@code ev} (what), appended and flushed
+ * one line at a time so that a SIGKILL loses at most the line being written.
  *
- * <p>An armed fault point (engine/failpoints.py) is checked after every line: at its event's {@code
- * count}-th occurrence the role writes {@code failpoint_reached} and stops itself.
+ * <p>An armed fault point (engine/proc/failpoints.py) is checked after every line: at its event's
+ * {@code count}-th occurrence the role writes {@code failpoint_reached} and stops itself.
  */
 public final class History implements AutoCloseable {
   private static final ObjectMapper JSON = new ObjectMapper();

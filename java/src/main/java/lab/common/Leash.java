@@ -5,10 +5,10 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 
 /**
- * The child's side of engine/leash.py: exit when the process that started this one is gone.
+ * The child's side of engine/proc/leash.py: exit when the process that started this one is gone.
  *
  * <p>The kernel's parent-death signal is set before exec by the Python side; this thread is the
- * second guard (engine/leash.py, point 2): once a second it compares the owner named in {@code
+ * second guard (engine/proc/leash.py, point 2): once a second it compares the owner named in {@code
  * LAB_LEASH_OWNER} ("PID:START_TICKS") with /proc, and halts the JVM when it is gone.
  */
 public final class Leash {

@@ -6,7 +6,7 @@ import java.io.IOException;
 import java.nio.file.Path;
 import java.util.Map;
 
-/** A role's spec: the JSON file the runner writes (engine/processes.py), read as a map. */
+/** A role's spec: the JSON file the runner writes (engine/proc/processes.py), read as a map. */
 public final class Spec {
   private Spec() {}
 

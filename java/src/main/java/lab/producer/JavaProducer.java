@@ -36,7 +36,7 @@ import org.apache.kafka.common.serialization.StringSerializer;
  * checker, nemesis, explanations and sink judge it.
  *
  * <p>The spec's {@code config} already holds the Java client's property names (the lab translates a
- * level's librdkafka settings in engine/java_client.py); nothing else is set but the names an
+ * level's librdkafka settings in engine/model/java_client.py); nothing else is set but the names an
  * application must give, so the client's own defaults apply to the rest.
  *
  * <p>Non-batch workloads flush after every message: each message is its own Produce request, and

@@ -105,7 +105,7 @@ final class ProducerResume {
           ids.add(mark.path("id").asLong());
         }
       } catch (IOException torn) {
-        // the last line of a killed writer: skipped, as engine/history.py's read_jsonl does
+        // the last line of a killed writer: skipped, as engine/model/history.py's read_jsonl does
       }
     }
     return ids;

@@ -9,7 +9,7 @@ import java.util.Locale;
 import java.util.Map;
 
 /**
- * The message values engine/values.py's value_maker writes, byte for byte in form: {@code
+ * The message values engine/base/values.py's value_maker writes, byte for byte in form: {@code
  * {"id":N,"created_at":T,"run":...,"level":...,"by":...}} in compact JSON, with a "pad" field of
  * x's when a size is asked for. The same readers, checker and sink judge the Java producer's
  * messages only if they look exactly like the Python producer's.

@@ -31,9 +31,9 @@ import org.apache.kafka.streams.state.Stores;
  * payment. The same application runs at every level; only {@code processing.guarantee} (and {@code
  * commit.interval.ms}, if the spec sets it) differs.
  *
- * <p>Spec (engine/streams.py builds it): bootstrap, application_id, instance_id, client_id, input,
- * output, processing_guarantee, commit_interval_ms (null: Streams' default), accounts,
- * processing_ms, state_dir, name, history, failpoint.
+ * <p>Spec (engine/scenarios/streams.py builds it): bootstrap, application_id, instance_id,
+ * client_id, input, output, processing_guarantee, commit_interval_ms (null: Streams' default),
+ * accounts, processing_ms, state_dir, name, history, failpoint.
  *
  * <p>Events: start, consumed, output_acked, output_failed, committed, commit_rejected, txn_abort,
  * fenced, restore_started, restored, store_opened, store_checked (StoreLogTap), idle, error, done.

@@ -11,7 +11,7 @@ import java.util.ArrayList;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 
-/** The Java producer's values look exactly like engine/values.py's value_maker's. */
+/** The Java producer's values look exactly like engine/base/values.py's value_maker's. */
 class ProducerValuesTest {
   private static final ObjectMapper JSON = new ObjectMapper();
 

@@ -4,7 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 
 import org.junit.jupiter.api.Test;
 
-/** A payment's account and amount from its id, as engine/streams.py derives the truth. */
+/** A payment's account and amount from its id, as engine/scenarios/streams.py derives the truth. */
 class PaymentsTest {
   @Test
   void accountsTakeTheIdsInTurn() {
