@@ -60,6 +60,13 @@ def read_all(
 
 def kcat_values(bootstrap: str, topic: str, *, isolation: str = "read_uncommitted") -> list[str]:
     """Read a topic with kcat, an independent client, and return the values."""
+    return [value for _, _, value in kcat_records(bootstrap, topic, isolation=isolation)]
+
+
+def kcat_records(
+    bootstrap: str, topic: str, *, isolation: str = "read_uncommitted"
+) -> list[tuple[int, int, str]]:
+    """Read a topic with kcat, an independent client: (partition, offset, value) each."""
     kcat = shutil.which("kcat") or shutil.which("kafkacat")
     assert kcat, "kcat is installed by `./lab test`; install it to run this test by hand"
     out = subprocess.run(
@@ -77,14 +84,19 @@ def kcat_values(bootstrap: str, topic: str, *, isolation: str = "read_uncommitte
             "-X",
             f"isolation.level={isolation}",
             "-f",
-            "%s\\n",
+            "%p %o %s\\n",
         ],
         capture_output=True,
         text=True,
         timeout=60,
         check=True,
     )
-    return [line for line in out.stdout.splitlines() if line]
+    records = []
+    for line in out.stdout.splitlines():
+        partition, offset, value = [*line.split(" ", 2), ""][:3]
+        if value:
+            records.append((int(partition), int(offset), value))
+    return records
 
 
 def produce_one_by_one(bootstrap: str, topic: str, values: list[str], conf: dict) -> list[str]:

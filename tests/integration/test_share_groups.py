@@ -39,12 +39,14 @@ from confluent_kafka.admin import (
 from engine.base import paths, settings
 from engine.base.tools import find_java
 from engine.cluster.embedded import log_stamp
+from engine.judging.checker import StoredRecord
+from engine.judging.queues import QueueCounts, check_queue
 from engine.kafka import jars
 from engine.kafka.admin import admin_client, create_topic
-from engine.model.history import read_jsonl
+from engine.model.history import merge, read_jsonl
 from engine.proc.failpoints import FailPoint, wait_stopped
 from engine.proc.processes import RoleProcess
-from tests.kafkatools import kcat_values, unique
+from tests.kafkatools import kcat_records, kcat_values, unique
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -204,6 +206,16 @@ class Workers:
             f"{process.name}: no {count} x {ev} in {timeout}s: {self.events(process)[-10:]}"
         )
 
+    def judged(self) -> QueueCounts:
+        """The queue checker's counts from every worker's history and the output topic as
+        kcat reads it (engine/judging/queues.py)."""
+        history = merge([p.history for p in self.started if p.history.exists()])
+        outputs = [
+            StoredRecord(partition, offset, json.loads(value)["id"])
+            for partition, offset, value in kcat_records(self.bootstrap, self.output)
+        ]
+        return check_queue(sent_ids=range(RECORDS), history=history, outputs=outputs)[1]
+
     def stop_all(self) -> None:
         for process in self.started:
             if process.alive():
@@ -330,6 +342,10 @@ def test_a_killed_workers_records_come_back_and_its_written_outputs_repeat(worke
     assert sorted(outputs) == list(range(RECORDS))
     assert {i: n for i, n in outputs.items() if n > 1} == {0: 2, 1: 2, 2: 2}
     assert share_group_lag(workers.bootstrap, workers.group) == 0
+    # The queue checker counts the same from the histories and kcat's read of the outputs.
+    judged = workers.judged()
+    assert (judged.once, judged.duplicated, judged.lost, judged.archived) == (7, 3, 0, 0)
+    assert (judged.redelivered, judged.deliveries) == (RECORDS, 2 * RECORDS)
 
 
 def test_acknowledging_first_loses_what_a_killed_worker_held_acknowledged(workers):
@@ -354,6 +370,8 @@ def test_acknowledging_first_loses_what_a_killed_worker_held_acknowledged(worker
     outputs = output_ids(workers.bootstrap, workers.output)
     assert 3 not in outputs and sorted(outputs) == [0, 1, 2, *range(4, RECORDS)]
     assert share_group_lag(workers.bootstrap, workers.group) == 0
+    judged = workers.judged()
+    assert (judged.once, judged.duplicated, judged.lost, judged.archived) == (9, 0, 1, 0)
 
 
 def test_a_poison_record_is_archived_after_the_delivery_limit(workers):
@@ -369,6 +387,8 @@ def test_a_poison_record_is_archived_after_the_delivery_limit(workers):
     outputs = output_ids(workers.bootstrap, workers.output)
     assert sorted(outputs) == [i for i in range(RECORDS) if i != 5]
     assert share_group_lag(workers.bootstrap, workers.group) == 0
+    judged = workers.judged()
+    assert (judged.once, judged.duplicated, judged.lost, judged.archived) == (9, 0, 0, 1)
 
 
 def test_a_frozen_worker_loses_its_records_at_the_lock_and_writes_them_again(workers):
@@ -410,3 +430,10 @@ def test_a_frozen_worker_loses_its_records_at_the_lock_and_writes_them_again(wor
     outputs = output_ids(workers.bootstrap, workers.output)
     assert outputs == Counter({i: 2 for i in range(RECORDS)}), outputs
     assert share_group_lag(workers.bootstrap, workers.group) == 0
+    judged = workers.judged()
+    assert (judged.duplicated, judged.duplicates, judged.lost, judged.acks_refused) == (
+        RECORDS,
+        RECORDS,
+        0,
+        0,
+    )
