@@ -359,7 +359,7 @@ def test_the_dashboards_own_cluster_restarts_with_3_nodes_for_broker_failover(mo
         meta = record.load_run(run_id).meta
         assert meta["status"] == "complete"
         levels = ["at-most-once", "at-least-once", "idempotent-only", "exactly-once"]
-        assert meta.levels == levels
+        assert meta["levels"] == levels
         assert "lab_autorun" not in at.session_state
         # The sidebar (drawn by app.py, which a page switched to in AppTest runs without).
         home = AppTest.from_file(APP, default_timeout=60).run()
