@@ -60,20 +60,13 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from engine.model.events import Event, ProxyRecord
+from engine.model.records import StoredRecord
 
 LATENCY_DEFINITION = (
     "End-to-end latency is the moment the sink consumer first read a message, at the level's "
     "isolation, minus the moment the workload created it (the created_at field of its value). "
     "Percentiles are by nearest rank over the delivered messages."
 )
-
-
-@dataclass(frozen=True)
-class StoredRecord:
-    partition: int
-    offset: int
-    id: int | None
-    created_at: float | None = None
 
 
 @dataclass

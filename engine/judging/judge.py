@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from engine.judging.checker import LevelCounts, StoredRecord, Verdict, check
+from engine.judging.checker import LevelCounts, Verdict, check
 from engine.judging.explain import (
     Explanation,
     broker_answers,
@@ -22,6 +22,7 @@ from engine.judging.explain import (
     lost_coordinator_messages,
 )
 from engine.model.events import Event
+from engine.model.records import StoredRecord
 
 # The processes whose sends are the ledger's: the producer (and its replacements), and the
 # processor pipeline's input writer.

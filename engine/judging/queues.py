@@ -29,8 +29,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from engine.judging.checker import StoredRecord, reordered_ids
+from engine.judging.checker import reordered_ids
 from engine.model.events import Event
+from engine.model.records import StoredRecord
 
 # Kafka's default share.delivery.count.limit (GroupCoordinatorConfig, 4.2 to 4.4).
 DEFAULT_DELIVERY_LIMIT = 5

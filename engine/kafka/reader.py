@@ -14,8 +14,8 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 from engine.base.errors import LabError
 from engine.base.values import parse_value
-from engine.judging.checker import StoredRecord
 from engine.kafka import admin
+from engine.model.records import StoredRecord
 
 
 def read_topic(

@@ -39,11 +39,11 @@ from confluent_kafka.admin import (
 from engine.base import paths, settings
 from engine.base.tools import find_java
 from engine.cluster.embedded import log_stamp
-from engine.judging.checker import StoredRecord
 from engine.judging.queues import QueueCounts, check_queue
 from engine.kafka import jars
 from engine.kafka.admin import admin_client, create_topic
 from engine.model.history import merge, read_jsonl
+from engine.model.records import StoredRecord
 from engine.proc.failpoints import FailPoint, wait_stopped
 from engine.proc.processes import RoleProcess
 from tests.kafkatools import kcat_records, kcat_values, unique

@@ -15,10 +15,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from engine.base.values import parse_value
-from engine.judging.checker import StoredRecord, check, percentile
+from engine.judging.checker import check, percentile
 from engine.metrics.buckets import bucket_width
 from engine.metrics.inputs import PRODUCER_PROCS, LevelSpec
 from engine.metrics.summary import PERCENTILES
+from engine.model.records import StoredRecord
 
 # One Kafka record as Spark's Kafka source gives it: (topic, partition, offset, value).
 KafkaRow = tuple[str, int, int, bytes | None]

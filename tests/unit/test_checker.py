@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from engine.judging.checker import StoredRecord, check, percentile, reordered_ids
+from engine.judging.checker import check, percentile, reordered_ids
+from engine.model.records import StoredRecord
 
 
 def rec(partition: int, offset: int, message_id: int, created: float = 0.0) -> StoredRecord:

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from engine.judging.checker import StoredRecord, check
+from engine.judging.checker import check
 from engine.judging.explain import explain, id_ranges, ids_phrase
+from engine.model.records import StoredRecord
 from engine.model.words import say_error
 
 

@@ -3,8 +3,8 @@ runs in tests/integration/test_share_groups.py, each against its contrast."""
 
 from __future__ import annotations
 
-from engine.judging.checker import StoredRecord
 from engine.judging.queues import check_queue
+from engine.model.records import StoredRecord
 
 SENT = range(10)
 

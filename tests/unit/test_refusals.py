@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine.judging.checker import Refusals, StoredRecord, check, count_refusals
+from engine.judging.checker import Refusals, check, count_refusals
 from engine.judging.explain import explain
+from engine.model.records import StoredRecord
 
 CLIENT = "run-exactly-once-processor"
 WOKEN = {"t": 5.0, "proc": "nemesis", "ev": "nemesis", "kind": "resume", "target": "processor"}

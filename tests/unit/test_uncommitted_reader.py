@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from engine.judging.checker import StoredRecord
 from engine.judging.judge import LevelResult, LevelSettings, ReadBack, UncommittedReader, judge
+from engine.model.records import StoredRecord
 from engine.teach.lesson import UNCOMMITTED_READER_COUNTS
 
 SETTINGS = LevelSettings(
