@@ -190,3 +190,26 @@ def test_the_layout_check_sees_a_file_name_spelled_out(tmp_path) -> None:
     """What engine/run/runner.py did: `folder / "verdicts.json"`."""
     (tmp_path / "m.py").write_text('"""Writes verdicts.json."""\np = folder / "verdicts.json"\n')
     assert file_names_in_code(tmp_path / "m.py") == {"verdicts.json"}
+
+
+def silent_packages(engine: Path) -> list[str]:
+    """The packages under `engine` whose __init__.py says less than a sentence."""
+    silent = []
+    for init in sorted(engine.glob("*/__init__.py")):
+        docstring = ast.get_docstring(ast.parse(init.read_text())) or ""
+        if len(docstring.split()) < 8 or "." not in docstring:
+            silent.append(init.parent.name)
+    return silent
+
+
+def test_every_engine_package_says_what_it_holds(tmp_path) -> None:
+    """engine/ is grouped by concern (docs/architecture.md, "The packages"): each package's
+    __init__.py opens with a docstring of at least one sentence saying what it holds."""
+    assert silent_packages(REPO_ROOT / "engine") == [], "say in a paragraph what it holds"
+    for name, text in (("quiet", ""), ("terse", '"""Stuff."""\n'), ("told", DOC)):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "__init__.py").write_text(text)
+    assert silent_packages(tmp_path) == ["quiet", "terse"]
+
+
+DOC = '"""The judge: from a level\'s history and what was read back, a verdict per message."""\n'
