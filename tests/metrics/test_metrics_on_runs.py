@@ -112,7 +112,7 @@ def test_spark_metrics_equal_the_checkers(name, runs, spark, cluster1) -> None:
         for isolation in ("read_uncommitted", "read_committed")
     }
     history = [
-        {**e, "level": level} for level, data in recorded.levels.items() for e in data["history"]
+        {**e, "level": level} for level, data in recorded.levels.items() for e in data.history
     ]
     run = load_run_inputs(output["run_id"])
     expected, _ = reference.judge(
