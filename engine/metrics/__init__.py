@@ -6,7 +6,9 @@
   checker's definitions (`run_metrics`, `judge`); also a `spark-submit` script;
 - `compute`: what the dashboard calls: Kafka first, the run's saved records otherwise, and
   the result kept as runs/RUN_ID/metrics.json;
-- `cli`: `python -m engine metrics RUN_ID [--json]`.
+- `cli`: `python -m engine metrics RUN_ID [--json]`;
+- `queues`: a share group's run counted record by record, by the queue checker's rules
+  (not yet part of a scenario run).
 
 Nothing here imports pyspark until it is used, so `import engine` stays fast.
 """
