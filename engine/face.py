@@ -7,9 +7,9 @@ name joins the list when a page needs it; a page that would need an engine inter
 for a function here instead (as RunWatch taking a run's id, or record.saved_stamp, did for
 the pages that built run-folder paths themselves).
 
-Grouped by what a page does with it: start and follow a run, read recorded runs, the
-scenarios, lessons and the room, words and faults for the live view, metrics, the partition
-logs, the cluster, the cost page, settings and errors.
+What it holds: starting and following a run, recorded runs (as typed records), scenarios,
+lessons and the room, words and faults for the live view, metrics, the partition logs, the
+cluster, the Cost page, settings and errors; the imports and `__all__` are in ruff's order.
 """
 
 from __future__ import annotations

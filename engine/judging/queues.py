@@ -19,7 +19,8 @@ and what the output topic holds:
 
 Each record's verdict: `once` (one output), `duplicated` (more), `archived` (no output, the
 broker gave it up: the application never processed it and no one was told), `lost` (no
-output and not archived: acknowledged, then never processed).
+output and not archived: acknowledged, then never processed; or still with the broker, to
+be handed out again, when the history ends).
 """
 
 from __future__ import annotations
@@ -33,7 +34,8 @@ from engine.judging.checker import reordered_ids
 from engine.model.events import Event
 from engine.model.records import StoredRecord
 
-# Kafka's default share.delivery.count.limit (GroupCoordinatorConfig, 4.2 to 4.4).
+# Kafka's default share.delivery.count.limit (GroupConfig and ShareGroupConfig of 4.4.0, as
+# read in docs/share-groups-api-research.md).
 DEFAULT_DELIVERY_LIMIT = 5
 
 

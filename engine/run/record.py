@@ -262,10 +262,6 @@ class RecordedRun:
         return str(self.meta.get("run_id", ""))
 
     @property
-    def status(self) -> str:
-        return str(self.meta.get("status", ""))
-
-    @property
     def results(self) -> dict[str, Any]:
         """Each level's judged counts, by level."""
         return self.result.get("results") or {}
@@ -313,10 +309,10 @@ def _stamp(path: Path) -> float | None:
         return None
 
 
-def saved_stamp(run_id: str, which: Literal["result", "metrics", "meta"]) -> float | None:
-    """When a run's result.json, metrics.json or run.json was last written (None: not
-    there): the version a page's shared cache parses once."""
-    name = {"result": RESULT, "metrics": METRICS, "meta": RUN_META}[which]
+def saved_stamp(run_id: str, which: Literal["result", "metrics"]) -> float | None:
+    """When a run's result.json or metrics.json was last written (None: not there): the
+    version a page's shared cache parses once."""
+    name = {"result": RESULT, "metrics": METRICS}[which]
     return _stamp(run_folder(run_id) / name)
 
 

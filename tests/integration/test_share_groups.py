@@ -64,11 +64,10 @@ def produce_ids(bootstrap: str, topic: str, ids: range) -> None:
     assert producer.flush(30) == 0
 
 
-def read_from_the_start(bootstrap: str, group: str, **more: str) -> None:
+def read_from_the_start(bootstrap: str, group: str, more: dict[str, str] | None = None) -> None:
     """A share group starts at the log's end unless its group config says otherwise; `more`
-    sets other group configs too (share_record_lock_duration_ms="15000": the dots as _)."""
-    configs = {"share.auto.offset.reset": "earliest"}
-    configs.update({name.replace("_", "."): value for name, value in more.items()})
+    sets other group configs too (by their names, as Kafka spells them)."""
+    configs = {"share.auto.offset.reset": "earliest", **(more or {})}
     resource = ConfigResource(
         ResourceType.GROUP,
         group,
@@ -406,7 +405,7 @@ def test_a_frozen_worker_loses_its_records_at_the_lock_and_writes_them_again(wor
     acknowledgement without an error. The application hears nothing: the doubled outputs
     are the only trace."""
     read_from_the_start(
-        workers.bootstrap, workers.group, share_record_lock_duration_ms=str(LOCK_S * 1000)
+        workers.bootstrap, workers.group, {"share.record.lock.duration.ms": str(LOCK_S * 1000)}
     )
     first = workers.start("worker-a", failpoint=FailPoint("output_acked", 3).to_spec())
     workers.wait_for(first, "subscribed")
