@@ -19,7 +19,6 @@ Contenders run in shuffled rounds and are compared within each round.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import subprocess
@@ -46,6 +45,7 @@ from engine.kafka import jars
 from engine.model.events import Event
 from engine.model.history import read_jsonl
 from engine.model.levels import LEVELS
+from engine.roles.specs import ProducerSpec
 
 Progress = Callable[[str, float], None]
 
@@ -127,22 +127,23 @@ def engine_producer(
     """Run the engine's producer role as a process; (acked, msg/s from its history)."""
     name = f"bench-{uuid.uuid4().hex[:6]}"
     history = folder / f"{name}.jsonl"
-    spec = {
-        "history": str(history),
-        "name": "producer",
-        "bootstrap": bootstrap,
-        "client_id": name,
-        "config": dict(LEVELS[BASELINE].producer),
-        "topic": topic,
-        "ids": list(range(count)),
-        "run_id": name,
-        "level": BASELINE,
-        "batch": batch,
-        "rate": None,
-        "value_bytes": size,
-    }
+    spec = ProducerSpec(
+        history=str(history),
+        name="producer",
+        bootstrap=bootstrap,
+        client_id=name,
+        config=dict(LEVELS[BASELINE].producer),
+        topic=topic,
+        ids=list(range(count)),
+        partitions=3,  # the topic the trial made (its "partitions" below)
+        run_id=name,
+        level=BASELINE,
+        batch=batch,
+        rate=None,
+        value_bytes=size,
+    )
     spec_path = folder / f"{name}.spec.json"
-    spec_path.write_text(json.dumps(spec))
+    spec_path.write_text(spec.model_dump_json())
     out = subprocess.run(
         [sys.executable, "-m", "engine.roles.producer", str(spec_path)],
         capture_output=True,

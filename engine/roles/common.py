@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import signal
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from confluent_kafka import KafkaError, KafkaException
+from pydantic import ValidationError
+
+from engine.proc.failpoints import FailPoint
+from engine.roles.specs import ProcessorSpec, RoleSpec
+
+S = TypeVar("S", bound=RoleSpec)
 
 log = logging.getLogger("engine.roles")
 
@@ -27,10 +32,21 @@ class StopFlag:
         self.stopped = True
 
 
-def load_spec() -> dict[str, Any]:
+def load_spec(model: type[S]) -> S:
+    """The spec file named on the command line, read into the role's model
+    (engine/roles/specs.py): a wrong field ends the role here, naming it."""
     if len(sys.argv) != 2:
         raise SystemExit(f"usage: python -m {sys.argv[0]} SPEC.json")
-    return json.loads(Path(sys.argv[1]).read_text())
+    try:
+        return model.model_validate_json(Path(sys.argv[1]).read_text())
+    except ValidationError as exc:
+        raise SystemExit(f"{sys.argv[1]} is not a {model.__name__}: {exc}") from None
+
+
+def failpoint_of(spec: RoleSpec) -> FailPoint | None:
+    """The fault point armed from outside in the spec, if any."""
+    point = spec.failpoint
+    return FailPoint(point.event, point.count) if point is not None else None
 
 
 def client_logger() -> logging.Logger:
@@ -139,12 +155,18 @@ def claim_ownership(txn: dict[str, Any], name: str) -> None:
         Path(owner_file).write_text(name)
 
 
-def still_owner(txn: dict[str, Any], spec: dict[str, Any]) -> bool:
-    """Whether no newer instance claimed the transactional.id since this one did."""
+def owner_of(spec: ProcessorSpec) -> dict[str, Any]:
+    """A processor's ownership record, in the shape of a producer's transaction block."""
+    return {"owner_file": spec.owner_file, "restart_when_fenced": spec.restart_when_fenced}
+
+
+def still_owner(txn: dict[str, Any], name: str) -> bool:
+    """Whether no newer instance (than the one called `name`) claimed the transactional.id
+    since this one did."""
     owner_file = txn.get("owner_file")
     if not owner_file or not txn.get("restart_when_fenced"):
         return False
     try:
-        return Path(owner_file).read_text() == spec["name"]
+        return Path(owner_file).read_text() == name
     except OSError:
         return False

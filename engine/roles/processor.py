@@ -51,7 +51,7 @@ from confluent_kafka import (
 from engine.base.values import parse_value
 from engine.model.events import Event
 from engine.model.history import HistoryWriter
-from engine.proc.failpoints import ArmedFailPoint, FailPoint
+from engine.proc.failpoints import ArmedFailPoint
 from engine.roles.common import (
     FENCED_CODES,
     MAX_RESTARTS,
@@ -59,18 +59,22 @@ from engine.roles.common import (
     StopFlag,
     claim_ownership,
     client_logger,
+    failpoint_of,
     is_fatal,
     load_spec,
+    owner_of,
     printable,
     still_owner,
 )
 from engine.roles.registry import Role
+from engine.roles.specs import ProcessorSpec
 
 ROLE = Role(
     name="processor",
     entry="processor",
     java=False,
     part="processor",
+    spec_model=ProcessorSpec,
     events=frozenset(
         {
             Event.START,
@@ -108,7 +112,7 @@ HUNG_EXIT = 4
 
 @dataclass
 class Processor:
-    spec: dict[str, Any]
+    spec: ProcessorSpec
     history: HistoryWriter
     consumer: Consumer
     producer: Producer
@@ -120,7 +124,7 @@ class Processor:
     failed_outputs: list[int] = field(default_factory=list)
 
     def loop(self) -> None:
-        batch_size = int(self.spec.get("commit_every", 5))
+        batch_size = self.spec.commit_every
         idle_reported = False
         while not self.stop.stopped:
             messages = self.consume(batch_size)
@@ -235,7 +239,7 @@ class Processor:
         lands exactly there.
         """
         end = next_offsets(messages)
-        if self.spec.get("await_auto_commit"):
+        if self.spec.await_auto_commit:
             committed = self.wait_until_committed(end)
             self.history.write(
                 Event.AUTO_COMMITTED,
@@ -331,7 +335,7 @@ class Processor:
             self.consumer.seek(tp)
 
     def write_outputs(self, messages: list[Message]) -> None:
-        processing_s = self.spec.get("processing_ms", 0) / 1000.0
+        processing_s = self.spec.processing_ms / 1000.0
         self.failed_outputs = []
         for msg in messages:
             if processing_s:
@@ -343,7 +347,7 @@ class Processor:
         if value is None:
             return
         message_id = value["id"]
-        out = dict(value, processed_by=self.spec["name"], processed_at=time.time())
+        out = dict(value, processed_by=self.spec.name, processed_at=time.time())
         history, failed = self.history, self.failed_outputs
 
         def on_delivery(err: KafkaError | None, delivered: Any) -> None:
@@ -361,7 +365,7 @@ class Processor:
         while True:
             try:
                 self.producer.produce(
-                    self.spec["output"],
+                    self.spec.output,
                     json.dumps(out).encode(),
                     key=str(message_id),
                     on_delivery=on_delivery,
@@ -408,33 +412,33 @@ def bounded(what: str, call: Callable[[], None], timeout_s: float) -> None:
         raise outcome[0]
 
 
-def run(spec: dict[str, Any]) -> int:
-    point = FailPoint.from_spec(spec.get("failpoint"))
-    history = HistoryWriter(spec["history"], spec["name"], point and ArmedFailPoint(point))
+def run(spec: ProcessorSpec) -> int:
+    point = failpoint_of(spec)
+    history = HistoryWriter(spec.history, spec.name, point and ArmedFailPoint(point))
     stop = StopFlag()
     logger = client_logger()
-    mode = spec["mode"]
+    mode = spec.mode
     fatal = FatalErrors()
     cconf = {
-        **spec["consumer_config"],  # levels.PROCESSOR_CONSUMER, as the Guarantees page shows it
-        "bootstrap.servers": spec["bootstrap"],
-        "client.id": spec["client_id"] + "-in",
-        "group.id": spec["group"],
-        "group.instance.id": spec["instance_id"],
+        **spec.consumer_config,  # levels.PROCESSOR_CONSUMER, as the Guarantees page shows it
+        "bootstrap.servers": spec.bootstrap,
+        "client.id": spec.client_id + "-in",
+        "group.id": spec.group,
+        "group.instance.id": spec.instance_id,
         "error_cb": fatal,
         "logger": logger,
     }
     consumer = Consumer(cconf)
     pconf = {
-        "bootstrap.servers": spec["bootstrap"],
-        "client.id": spec["client_id"],
+        "bootstrap.servers": spec.bootstrap,
+        "client.id": spec.client_id,
         "linger.ms": 5,
         "logger": logger,
-        **spec["config"],
+        **spec.config,
     }
     pconf["error_cb"] = fatal
     if mode == "transactional":
-        pconf["transactional.id"] = spec["transactional_id"]
+        pconf["transactional.id"] = spec.transactional_id
     producer = Producer(pconf)
     history.write(
         Event.START,
@@ -455,12 +459,12 @@ def run(spec: dict[str, Any]) -> int:
 
     try:
         if mode == "transactional":
-            claim_ownership(spec, spec["name"])
+            claim_ownership(owner_of(spec), spec.name)
             # Registering the transactional.id fences an earlier instance and aborts its open
             # transaction, so the offsets this instance starts from are final.
             producer.init_transactions(30)
-            history.write(Event.TXN_INIT, transactional_id=spec["transactional_id"])
-        consumer.subscribe([spec["input"]], on_assign=assigned, on_revoke=revoked, on_lost=lost)
+            history.write(Event.TXN_INIT, transactional_id=spec.transactional_id)
+        consumer.subscribe([spec.input], on_assign=assigned, on_revoke=revoked, on_lost=lost)
         processor = Processor(spec, history, consumer, producer, stop, mode, fatal, cconf)
         for restart in itertools.count():
             try:
@@ -526,7 +530,7 @@ def restartable_fence(
     kind, error = processor.fatal.classify(exc.args[0], processor.producer)
     if kind != "fenced" or fenced_by(error) != "transaction coordinator":
         return None
-    return error if still_owner(processor.spec, processor.spec) else None
+    return error if still_owner(owner_of(processor.spec), processor.spec.name) else None
 
 
 def restart_producer(processor: Processor, pconf: dict[str, Any], fence: KafkaError) -> Producer:
@@ -538,9 +542,9 @@ def restart_producer(processor: Processor, pconf: dict[str, Any], fence: KafkaEr
     history.write(Event.FENCED, error=fence.name(), reason=fence.str(), by=fenced_by(fence))
     processor.fatal.errors.clear()  # the consumer shares the callback: start afresh
     producer = Producer(pconf)
-    history.write(Event.RESTART, by="the application", transactional_id=spec["transactional_id"])
+    history.write(Event.RESTART, by="the application", transactional_id=spec.transactional_id)
     producer.init_transactions(30)
-    history.write(Event.TXN_INIT, transactional_id=spec["transactional_id"])
+    history.write(Event.TXN_INIT, transactional_id=spec.transactional_id)
     processor.producer = producer
     consumer = processor.consumer
     assignment = consumer.assignment()
@@ -587,4 +591,4 @@ def offsets_json(offsets: list[TopicPartition]) -> dict[str, int]:
 
 
 if __name__ == "__main__":
-    raise SystemExit(run(load_spec()))
+    raise SystemExit(run(load_spec(ProcessorSpec)))

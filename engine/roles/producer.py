@@ -42,7 +42,7 @@ from engine.base.values import Stamp, value_maker
 from engine.kafka.reader import read_topic
 from engine.model.events import Event
 from engine.model.history import HistoryWriter, read_jsonl
-from engine.proc.failpoints import ArmedFailPoint, FailPoint
+from engine.proc.failpoints import ArmedFailPoint
 from engine.roles.common import (
     FENCED_CODES,
     MAX_RESTARTS,
@@ -50,17 +50,20 @@ from engine.roles.common import (
     StopFlag,
     claim_ownership,
     client_logger,
+    failpoint_of,
     load_spec,
     printable,
     still_owner,
 )
 from engine.roles.registry import Role
+from engine.roles.specs import ProducerSpec
 
 ROLE = Role(
     name="producer",
     entry="producer",
     java=False,
     part="producer",
+    spec_model=ProducerSpec,
     events=frozenset(
         {
             Event.START,
@@ -143,26 +146,26 @@ class ProducerHistory:
             self._acked.clear()
 
 
-def committed_ids(spec: dict[str, Any]) -> set[int]:
+def committed_ids(spec: ProducerSpec) -> set[int]:
     """The ids the topic holds at read_committed: what a transactional restart skips."""
-    stored = read_topic(spec["bootstrap"], spec["topic"], "read_committed", spec["partitions"])
+    stored = read_topic(spec.bootstrap, spec.topic, "read_committed", spec.partitions)
     return {r.id for r in stored if r.id is not None}
 
 
-def ids_to_send(
-    spec: dict[str, Any], history: HistoryWriter, *, restart: bool = False
-) -> list[int]:
+def ids_to_send(spec: ProducerSpec, history: HistoryWriter, *, restart: bool = False) -> list[int]:
     """What this instance sends: all of `ids`, or for a replacement what its policy leaves.
 
     `restart`: a new producer in this process after fencing, which sends what the topic
     lacks at read_committed, as a transactional replacement does.
     """
-    ids: list[int] = spec["ids"]
-    resume = {"policy": "read-committed"} if restart else spec.get("resume")
-    if not resume:
+    ids: list[int] = spec.ids
+    if restart:
+        policy, outbox = "read-committed", None
+    elif spec.resume is not None:
+        policy, outbox = spec.resume.policy, spec.resume.outbox
+    else:
         return ids
-    policy = resume["policy"]
-    marks = read_jsonl(resume["outbox"]) if policy != "read-committed" else []
+    marks = read_jsonl(outbox) if outbox and policy != "read-committed" else []
     if policy == "never-resend":
         done = {m["id"] for m in marks if m.get("state") == "sent"}
         source = "its outbox's sent marks"
@@ -200,28 +203,28 @@ class IdempotenceState:
         return self.state == "Assigned"
 
 
-def run(spec: dict[str, Any]) -> int:
+def run(spec: ProducerSpec) -> int:
     # A fault point on a transaction step (engine.faults.clients.ARMABLE_EVENTS), if one is armed.
-    point = FailPoint.from_spec(spec.get("failpoint"))
-    history = HistoryWriter(spec["history"], spec["name"], point and ArmedFailPoint(point))
-    events = ProducerHistory(history, spec.get("outbox"))
+    point = failpoint_of(spec)
+    history = HistoryWriter(spec.history, spec.name, point and ArmedFailPoint(point))
+    events = ProducerHistory(history, spec.outbox)
     stop = StopFlag()
-    batch = bool(spec.get("batch"))
+    batch = bool(spec.batch)
     conf = {
-        "bootstrap.servers": spec["bootstrap"],
-        "client.id": spec["client_id"],
+        "bootstrap.servers": spec.bootstrap,
+        "client.id": spec.client_id,
         # Batch mode: hold messages until the final flush (which sends at once), so that a
         # slow moment on a busy machine cannot split "the batch" into two requests.
         "linger.ms": 5000 if batch else 0,
         "logger": client_logger(),
-        **spec["config"],
+        **spec.config,
     }
     fatal = FatalErrors()
     conf["error_cb"] = fatal
-    txn = spec.get("transactional")
+    txn = spec.transactional
     if txn:
         conf["transactional.id"] = txn["id"]
-    gate = spec.get("start_gate")
+    gate = spec.start_gate
     # Waits at the gate for its producer id: an idempotent, non-transactional producer
     # (a transactional one has its id from init_transactions, after the gate).
     awaits_id = bool(gate) and conf.get("enable.idempotence") in (True, "true") and not txn
@@ -235,7 +238,7 @@ def run(spec: dict[str, Any]) -> int:
         # Learn the topic's leader while waiting, as a producer already running would know
         # it: the first write then goes out at once when the gate opens.
         with contextlib.suppress(KafkaException):
-            producer.list_topics(spec["topic"], timeout=10)
+            producer.list_topics(spec.topic, timeout=10)
         if awaits_id:
             # And its producer id: an idempotent producer asks for one first (InitProducerId;
             # a broker's first asks the controller for a block of ids), which took 1.1 s
@@ -246,11 +249,9 @@ def run(spec: dict[str, Any]) -> int:
         else:
             history.write(Event.READY)  # the runner opens the gate once every producer is ready
         wait_for_gate(gate, stop)
-    topic = spec["topic"]
+    topic = spec.topic
     # value_bytes: pad each value to this size (the cost benchmark's 1 KB messages).
-    make_value = value_maker(
-        spec["run_id"], spec["level"], spec["name"], int(spec.get("value_bytes") or 0)
-    )
+    make_value = value_maker(spec.run_id, spec.level, spec.name, int(spec.value_bytes or 0))
     on_delivery = events.on_delivery
 
     def send(chunk: Sequence[int]) -> None:
@@ -274,11 +275,11 @@ def run(spec: dict[str, Any]) -> int:
             if left == 0 or time.monotonic() >= deadline:
                 return left
 
-    interval = 1.0 / spec["rate"] if spec.get("rate") else 0.0
-    timeout_s = float(spec.get("flush_timeout_s", 120))
+    interval = 1.0 / spec.rate if spec.rate else 0.0
+    timeout_s = spec.flush_timeout_s
     try:
         if txn:
-            claim_ownership(txn, spec["name"])
+            claim_ownership(txn, spec.name)
             producer.init_transactions(30)
             history.write(Event.TXN_INIT, transactional_id=txn["id"])
             ids = ids_to_send(spec, history)
@@ -289,7 +290,11 @@ def run(spec: dict[str, Any]) -> int:
                     break
                 except KafkaException as exc:
                     kind, error = fatal.classify(exc.args[0], producer)
-                    if kind != "fenced" or restart >= MAX_RESTARTS or not still_owner(txn, spec):
+                    if (
+                        kind != "fenced"
+                        or restart >= MAX_RESTARTS
+                        or not still_owner(txn, spec.name)
+                    ):
                         raise
                     events.write_reports()
                     history.write(Event.FENCED, error=error.name(), reason=error.str())
@@ -425,4 +430,4 @@ def commit(producer: Producer, history: HistoryWriter, index: int, chunk: Sequen
 
 
 if __name__ == "__main__":
-    raise SystemExit(run(load_spec()))
+    raise SystemExit(run(load_spec(ProducerSpec)))

@@ -23,8 +23,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from pydantic import ValidationError
+
 from engine.base.errors import LabError
 from engine.model.events import Event
+from engine.roles.specs import RoleSpec
 
 if TYPE_CHECKING:  # annotations only: the registry knows no run
     from engine.model.levels import Level
@@ -60,6 +63,7 @@ class Role:
     java: bool
     part: Part  # which part of a level it plays ("worker": started by hand, no level yet)
     events: frozenset[Event]  # what it writes to its history, besides COMMON_EVENTS
+    spec_model: type[RoleSpec]  # what it is told at its start (engine/roles/specs.py)
     about: str  # one line: what it is
     # Which levels' part it plays; left unset, every level no other role claims.
     serves: Callable[[Scenario, Level], bool] = _every_level
@@ -71,6 +75,17 @@ class Role:
 
     def spec(self, start: Start) -> dict[str, Any]:
         return self.make_spec(start) if self.make_spec is not None else start.part_spec
+
+    def checked_spec(self, spec: dict[str, Any]) -> dict[str, Any]:
+        """`spec` as the role's model reads it (defaults filled in), or a LabError naming
+        each field that is wrong: before any process starts."""
+        try:
+            return self.spec_model.model_validate(spec).model_dump(mode="json")
+        except ValidationError as exc:
+            wrong = "; ".join(
+                f"{'.'.join(map(str, e['loc'])) or '(the spec)'}: {e['msg']}" for e in exc.errors()
+            )
+            raise LabError(f"the {self.name} role's spec is wrong: {wrong}") from None
 
 
 @functools.cache

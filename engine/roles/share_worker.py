@@ -39,15 +39,17 @@ from confluent_kafka import (
 from engine.base.values import parse_value
 from engine.model.events import Event
 from engine.model.history import HistoryWriter
-from engine.proc.failpoints import ArmedFailPoint, FailPoint
-from engine.roles.common import StopFlag, client_logger, is_fatal, load_spec
+from engine.proc.failpoints import ArmedFailPoint
+from engine.roles.common import StopFlag, client_logger, failpoint_of, is_fatal, load_spec
 from engine.roles.registry import Role
+from engine.roles.specs import ShareWorkerSpec
 
 ROLE = Role(
     name="share-worker",
     entry="share_worker",
     java=False,
     part="worker",
+    spec_model=ShareWorkerSpec,
     events=frozenset(
         {
             Event.SUBSCRIBED,
@@ -69,14 +71,14 @@ ROLE = Role(
 ACK_MODES = ("after-output", "before-processing")
 
 
-def share_consumer_config(spec: dict[str, Any]) -> dict[str, Any]:
+def share_consumer_config(spec: ShareWorkerSpec) -> dict[str, Any]:
     """Explicit acknowledgement: the worker says what became of each record itself."""
     return {
-        "bootstrap.servers": spec["bootstrap"],
-        "group.id": spec["group"],
-        "client.id": spec["name"],
+        "bootstrap.servers": spec.bootstrap,
+        "group.id": spec.group,
+        "client.id": spec.name,
         "share.acknowledgement.mode": "explicit",
-        **spec.get("consumer", {}),
+        **spec.consumer,
     }
 
 
@@ -119,24 +121,24 @@ def commit_acknowledgements(consumer: ShareConsumer, history: HistoryWriter) -> 
     return taken
 
 
-def run(spec: dict[str, Any]) -> int:
-    failpoint = FailPoint.from_spec(spec.get("failpoint"))
+def run(spec: ShareWorkerSpec) -> int:
+    failpoint = failpoint_of(spec)
     history = HistoryWriter(
-        spec["history"], spec["name"], ArmedFailPoint(failpoint) if failpoint else None
+        spec.history, spec.name, ArmedFailPoint(failpoint) if failpoint else None
     )
     logger = client_logger()
     stop = StopFlag()
-    ack_mode = spec.get("ack", "after-output")
+    ack_mode = spec.ack
     if ack_mode not in ACK_MODES:
         raise SystemExit(f"ack must be one of {ACK_MODES}, not {ack_mode!r}")
-    poison = set(spec.get("poison_ids", []))
-    work_s = float(spec.get("work_ms", 0)) / 1000
-    idle_after_s = float(spec.get("idle_after_s", 5.0))
+    poison = set(spec.poison_ids)
+    work_s = spec.work_ms / 1000
+    idle_after_s = spec.idle_after_s
 
     consumer = ShareConsumer({**share_consumer_config(spec), "logger": logger})
-    producer = Producer({"bootstrap.servers": spec["bootstrap"], "acks": "all", "logger": logger})
-    consumer.subscribe([spec["input"]])
-    history.write(Event.SUBSCRIBED, topic=spec["input"], group=spec["group"])
+    producer = Producer({"bootstrap.servers": spec.bootstrap, "acks": "all", "logger": logger})
+    consumer.subscribe([spec.input])
+    history.write(Event.SUBSCRIBED, topic=spec.input, group=spec.group)
     last_record = time.monotonic()
     idle_written = False
     try:
@@ -182,7 +184,7 @@ def handle(
     message: Message,
     consumer: ShareConsumer,
     producer: Producer,
-    spec: dict[str, Any],
+    spec: ShareWorkerSpec,
     history: HistoryWriter,
     ack_mode: str,
     poison: set[int],
@@ -215,7 +217,7 @@ def handle(
 
 def write_output(
     producer: Producer,
-    spec: dict[str, Any],
+    spec: ShareWorkerSpec,
     message: Message,
     history: HistoryWriter,
     where: dict[str, Any],
@@ -226,14 +228,14 @@ def write_output(
     def report(err: Any, _msg: Any) -> None:
         outcome["error"] = err
 
-    producer.produce(spec["output"], key=message.key(), value=message.value(), on_delivery=report)
+    producer.produce(spec.output, key=message.key(), value=message.value(), on_delivery=report)
     left = producer.flush(30)
     if left or outcome.get("error") is not None:
         history.write(Event.OUTPUT_FAILED, **where, error=str(outcome.get("error") or "timed out"))
         return False
-    history.write(Event.OUTPUT_ACKED, **where, by=spec["name"])
+    history.write(Event.OUTPUT_ACKED, **where, by=spec.name)
     return True
 
 
 if __name__ == "__main__":
-    raise SystemExit(run(load_spec()))
+    raise SystemExit(run(load_spec(ShareWorkerSpec)))

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import sqlite3
 import time
-from typing import Any
 
 from confluent_kafka import Consumer
 
@@ -24,37 +23,39 @@ from engine.model.events import Event
 from engine.model.history import HistoryWriter
 from engine.roles.common import StopFlag, client_logger, load_spec
 from engine.roles.registry import Role
+from engine.roles.specs import SinkSpec
 
 ROLE = Role(
     name="sink",
     entry="sink",
     java=False,
     part="sink",
+    spec_model=SinkSpec,
     events=frozenset({Event.START, Event.ASSIGNED, Event.CONSUMED, Event.DONE}),
     about="The downstream consumer the level is judged by, at its isolation (librdkafka).",
 )
 
 
-def run(spec: dict[str, Any]) -> int:
-    history = HistoryWriter(spec["history"], spec["name"])
+def run(spec: SinkSpec) -> int:
+    history = HistoryWriter(spec.history, spec.name)
     stop = StopFlag()
     conf = {
-        **spec["config"],  # the level's consumer settings, as the Guarantees page shows them
-        "bootstrap.servers": spec["bootstrap"],
-        "client.id": spec["client_id"],
-        "group.id": spec["group"],
+        **spec.config,  # the level's consumer settings, as the Guarantees page shows them
+        "bootstrap.servers": spec.bootstrap,
+        "client.id": spec.client_id,
+        "group.id": spec.group,
     }
     consumer = Consumer({**conf, "logger": client_logger()})
     # A downstream application: it subscribes in its own consumer group and, being new,
     # starts from the beginning of every partition.
     consumer.subscribe(
-        [spec["topic"]],
+        [spec.topic],
         on_assign=lambda _, parts: history.write(
             Event.ASSIGNED, partitions=[tp.partition for tp in parts]
         ),
     )
     store = open_effect_store(spec)
-    kind = (spec.get("dedup_store") or {}).get("kind")
+    kind = (spec.dedup_store or {}).get("kind")
     history.write(Event.START, isolation=conf["isolation.level"], config=conf, dedup_store=kind)
     try:
         while not stop.stopped:
@@ -127,14 +128,14 @@ POSTGRES_SCHEMA = (
 )
 
 
-def open_effect_store(spec: dict[str, Any]) -> SqliteEffectStore | PostgresEffectStore | None:
-    store = spec.get("dedup_store")
+def open_effect_store(spec: SinkSpec) -> SqliteEffectStore | PostgresEffectStore | None:
+    store = spec.dedup_store
     if not store:
         return None
     if store["kind"] == "postgres":
-        return PostgresEffectStore(store["dsn"], spec["run_id"], spec["level"])
+        return PostgresEffectStore(store["dsn"], spec.run_id, spec.level)
     return SqliteEffectStore(store["path"])
 
 
 if __name__ == "__main__":
-    raise SystemExit(run(load_spec()))
+    raise SystemExit(run(load_spec(SinkSpec)))

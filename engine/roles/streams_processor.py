@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from engine.model.events import Event
 from engine.roles.registry import Role, Start
+from engine.roles.specs import StreamsSpec
 from engine.scenarios import streams
 
 
@@ -18,6 +19,7 @@ ROLE = Role(
     entry=streams.STREAMS_MAIN,
     java=True,
     part="processor",
+    spec_model=StreamsSpec,
     events=frozenset(
         {
             Event.START,

@@ -176,6 +176,7 @@ class LevelRun:
         }
         if name == base and base in self.failpoints:
             spec["failpoint"] = self.failpoints[base].to_spec()
+        spec = role.checked_spec(spec)  # a wrong field stops here, before a process starts
         process = RoleProcess(
             name=name, role=role.entry, history=history, spec=spec, java=role.java
         )

@@ -18,6 +18,7 @@ SUITES = {
     "PaymentsTest",
     "ProducerResumeTest",
     "ProducerValuesTest",
+    "SpecTest",
     "StoreLogTapTest",
 }
 

@@ -109,9 +109,9 @@ def test_a_fenced_producer_restarts_only_while_it_owns_its_transactional_id(tmp_
 
     txn = {"owner_file": str(tmp_path / "owner"), "restart_when_fenced": True}
     claim_ownership(txn, "producer")
-    assert still_owner(txn, {"name": "producer"})
+    assert still_owner(txn, "producer")
     claim_ownership(txn, "producer#2")
-    assert not still_owner(txn, {"name": "producer"})
-    assert still_owner(txn, {"name": "producer#2"})
-    assert not still_owner({**txn, "restart_when_fenced": False}, {"name": "producer#2"})
-    assert not still_owner({"restart_when_fenced": True}, {"name": "producer"})
+    assert not still_owner(txn, "producer")
+    assert still_owner(txn, "producer#2")
+    assert not still_owner({**txn, "restart_when_fenced": False}, "producer#2")
+    assert not still_owner({"restart_when_fenced": True}, "producer")

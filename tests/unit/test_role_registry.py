@@ -14,6 +14,7 @@ from engine.model.events import Event
 from engine.model.levels import LEVELS
 from engine.roles import registry
 from engine.roles.registry import COMMON_EVENTS, Role, role_for, roles
+from engine.roles.specs import ProducerSpec
 from engine.scenarios.scenario import list_scenarios, load_scenario, with_client
 
 JAVA_SOURCES = paths.REPO_ROOT / "java" / "src" / "main" / "java"
@@ -68,6 +69,7 @@ def test_two_roles_claiming_one_part_are_refused(monkeypatch):
         entry="lab.rival.Producer",
         java=True,
         part="producer",
+        spec_model=ProducerSpec,
         events=frozenset(),
         about="A second claimant.",
         serves=lambda scenario, level: scenario.client == "java",
@@ -85,7 +87,7 @@ def test_the_architecture_page_names_every_role():
 
 def test_every_module_of_the_roles_package_but_the_shared_ones_declares_a_role():
     folder = Path(registry.__file__).parent
-    shared = {"__init__", "common", "registry"}
+    shared = {"__init__", "common", "registry", "specs", "schemas"}
     modules = {p.stem for p in folder.glob("*.py")} - shared
     declared = {r.entry if not r.java else None for r in roles().values()}
     java_declarations = {

@@ -14,6 +14,7 @@ from engine.roles.share_worker import (
     is_fatal_error,
     share_consumer_config,
 )
+from engine.roles.specs import ShareWorkerSpec
 
 
 class AnsweringConsumer:
@@ -64,12 +65,15 @@ def test_error_code_names_the_kafka_error_else_the_class():
 
 
 def test_the_consumer_acknowledges_explicitly_and_takes_extra_settings():
-    spec = {
-        "bootstrap": "127.0.0.1:9092",
-        "group": "workers",
-        "name": "worker-a",
-        "consumer": {"fetch.wait.max.ms": 100},
-    }
+    spec = ShareWorkerSpec(
+        bootstrap="127.0.0.1:9092",
+        group="workers",
+        name="worker-a",
+        history="worker-a.jsonl",
+        input="queue",
+        output="queue-out",
+        consumer={"fetch.wait.max.ms": 100},
+    )
     config = share_consumer_config(spec)
     assert config["share.acknowledgement.mode"] == "explicit"
     assert config["group.id"] == "workers" and config["fetch.wait.max.ms"] == 100

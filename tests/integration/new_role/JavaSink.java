@@ -20,8 +20,8 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 
 /**
  * A made-up role for tests/integration/test_new_java_role.py: the sink, on the Java consumer. It
- * reads the judged topic in a group of its own from the start, at the level's isolation, and
- * writes what engine/roles/sink.py writes, so the level is judged from its history alike.
+ * reads the judged topic in a group of its own from the start, at the level's isolation, and writes
+ * what engine/roles/sink.py writes, so the level is judged from its history alike.
  */
 public final class JavaSink {
   private static final ObjectMapper JSON = new ObjectMapper();
@@ -32,7 +32,7 @@ public final class JavaSink {
   @SuppressWarnings("unchecked")
   public static void main(String[] args) throws Exception {
     Leash.watchOwner();
-    Map<String, Object> spec = Spec.load(args);
+    Map<String, Object> spec = Spec.load(args, "SinkSpec");
     Sigterm.finishMainFirst(() -> stopped = true, () -> false);
     Map<String, Object> config = (Map<String, Object>) spec.get("config");
     Properties props = new Properties();
@@ -64,7 +64,11 @@ public final class JavaSink {
       history.write(
           Events.START,
           History.attrs(
-              "isolation", props.get("isolation.level"), "client", "kafka-clients", "config",
+              "isolation",
+              props.get("isolation.level"),
+              "client",
+              "kafka-clients",
+              "config",
               props));
       while (!stopped) {
         for (ConsumerRecord<byte[], byte[]> record : consumer.poll(Duration.ofMillis(50))) {

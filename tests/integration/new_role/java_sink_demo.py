@@ -6,12 +6,14 @@ from __future__ import annotations
 
 from engine.model.events import Event
 from engine.roles.registry import Role
+from engine.roles.specs import SinkSpec
 
 ROLE = Role(
     name="java-sink-demo",
     entry="lab.demo.JavaSink",
     java=True,
     part="sink",
+    spec_model=SinkSpec,  # what JavaSink.java checks its spec against (Spec.load)
     events=frozenset({Event.START, Event.ASSIGNED, Event.CONSUMED, Event.DONE}),
     about="A made-up sink on the Java consumer, for a test.",
     serves=lambda scenario, level: scenario.name == "java-sink-demo",

@@ -88,7 +88,7 @@ public final class JavaProducer {
       return;
     }
     Leash.watchOwner();
-    Map<String, Object> spec = Spec.load(args);
+    Map<String, Object> spec = Spec.load(args, "ProducerSpec");
     // SIGTERM: finish the current step, flush and write `done`, as the Python role does.
     Sigterm.finishMainFirst(() -> stopped = true, () -> finished);
     int code;

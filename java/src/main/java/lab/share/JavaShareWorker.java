@@ -72,7 +72,7 @@ public final class JavaShareWorker {
 
   public static void main(String[] args) throws Exception {
     Leash.watchOwner();
-    Map<String, Object> spec = Spec.load(args);
+    Map<String, Object> spec = Spec.load(args, "ShareWorkerSpec");
     // SIGTERM: finish the current poll, close and write `done`. main never calls System.exit,
     // so the hook may always wait for it.
     Sigterm.finishMainFirst(() -> stopped = true, () -> false);

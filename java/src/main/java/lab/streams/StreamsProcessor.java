@@ -46,7 +46,7 @@ public final class StreamsProcessor {
 
   public static void main(String[] args) throws Exception {
     Leash.watchOwner();
-    Map<String, Object> spec = Spec.load(args);
+    Map<String, Object> spec = Spec.load(args, "StreamsSpec");
     FailPoint point = FailPoint.fromSpec(spec);
     History raw = new History((String) spec.get("history"), (String) spec.get("name"), point);
     StreamsHistory history = new StreamsHistory(raw);
