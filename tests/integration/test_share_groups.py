@@ -11,6 +11,9 @@ Measured here, each against its contrast:
 - a record whose processing always fails is handed out `share.delivery.count.limit` times
   (5 by default) and then archived: no worker sees it again and no one is told.
 
+Each case runs on both clients at the same time, each on its own topic and group
+(`on_both_clients`): the cases mostly wait on Kafka, so together they take the time of one.
+
 Every count is read again independently: kcat reads the outputs, and Kafka's own
 `kafka-share-groups.sh` (ShareGroupCommand, the Admin API) reads the group's start offset.
 """
@@ -20,9 +23,11 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+import threading
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -125,10 +130,15 @@ def share_group_lag(bootstrap: str, group: str) -> int | None:
 SHARE_LOGGERS = ("kafka.server.share.SharePartition", "kafka.server.share.SharePartitionManager")
 
 
+_tracing = {"users": 0}
+_tracing_lock = threading.Lock()
+
+
 @contextmanager
 def share_partition_trace(cluster) -> Iterator[None]:
     """Kafka's share partition and its manager log at TRACE on node 1 meanwhile (a broker
-    logger set through the Admin API, ConfigCommand), then at the broker's own level again."""
+    logger set through the Admin API, ConfigCommand), then at the broker's own level again.
+    Both clients' cases may want it at once: the first turns it on, the last one off."""
 
     def loggers(*change: str) -> None:
         done = kafka_tool(
@@ -140,11 +150,17 @@ def share_partition_trace(cluster) -> Iterator[None]:
         )  # fmt: skip
         assert done.returncode == 0, done.stdout + done.stderr
 
-    loggers("--add-config", ",".join(f"{name}=TRACE" for name in SHARE_LOGGERS))
+    with _tracing_lock:
+        if _tracing["users"] == 0:
+            loggers("--add-config", ",".join(f"{name}=TRACE" for name in SHARE_LOGGERS))
+        _tracing["users"] += 1
     try:
         yield
     finally:
-        loggers("--delete-config", ",".join(SHARE_LOGGERS))
+        with _tracing_lock:
+            _tracing["users"] -= 1
+            if _tracing["users"] == 0:
+                loggers("--delete-config", ",".join(SHARE_LOGGERS))
 
 
 def broker_says(cluster, since: float, *fragments: str) -> list[str]:
@@ -222,24 +238,44 @@ class Workers:
                 process.stop()
 
 
-@pytest.fixture(params=[LIBRDKAFKA, JAVA])
-def workers(request, cluster1, tmp_path) -> Iterator[Workers]:
-    """Workers of one client: librdkafka's ShareConsumer (confluent-kafka 2.16) or the Java
-    client's KafkaShareConsumer (kafka-clients at the lab's Kafka version)."""
-    if cluster1.kafka_version == OLDER:
-        pytest.skip("share groups are on from Kafka 4.2; this suite runs 4.1.2")
+def new_crew(cluster, folder: Path, client: str) -> Workers:
+    """Workers of one client on a fresh topic and group that reads from the start."""
     topic = unique("queue")
     group = unique("workers")
-    bootstrap = cluster1.direct_bootstrap
+    bootstrap = cluster.direct_bootstrap
     create_topic(bootstrap, topic)
     create_topic(bootstrap, f"{topic}-out")
     read_from_the_start(bootstrap, group)
-    crew = Workers(tmp_path, bootstrap, topic, group, request.param)
-    crew.cluster = cluster1
+    folder.mkdir()
+    crew = Workers(folder, bootstrap, topic, group, client)
+    crew.cluster = cluster
+    return crew
+
+
+@pytest.fixture
+def crews(cluster1, tmp_path) -> Iterator[dict[str, Workers]]:
+    """Workers of each client, each on its own topic and group: librdkafka's ShareConsumer
+    (confluent-kafka 2.16) and the Java client's KafkaShareConsumer (kafka-clients at the
+    lab's Kafka version)."""
+    if cluster1.kafka_version == OLDER:
+        pytest.skip("share groups are on from Kafka 4.2; this suite runs 4.1.2")
+    made = {client: new_crew(cluster1, tmp_path / client, client) for client in (LIBRDKAFKA, JAVA)}
     try:
-        yield crew
+        yield made
     finally:
-        crew.stop_all()
+        for crew in made.values():
+            crew.stop_all()
+
+
+def on_both_clients(crews: dict[str, Workers], case: Callable[[Workers], None]) -> None:
+    """Run `case` with each client's workers at the same time: most of a case is waiting on
+    Kafka (a lock, a redelivery), so together they take the time of one. A failure names
+    its client."""
+    with ThreadPoolExecutor(max_workers=len(crews)) as pool:
+        runs = {client: pool.submit(case, crew) for client, crew in crews.items()}
+    for client, run in runs.items():
+        if (error := run.exception()) is not None:
+            raise AssertionError(f"on the {client} client: {error}") from error
 
 
 def delivered_ids(events: list[dict]) -> Counter:
@@ -301,10 +337,14 @@ def test_share_groups_are_on_at_format_from_kafka_4_2(cluster1, tmp_path, monkey
     assert share_version >= 1 and delivered == RECORDS and not errors, seen
 
 
-def test_a_killed_workers_records_come_back_and_its_written_outputs_repeat(workers):
+def test_a_killed_workers_records_come_back_and_its_written_outputs_repeat(crews):
     """Acknowledge after the output: the worker stops after writing 3 outputs, before it
     sends a single acknowledgement, and is killed. Another worker gets all 10 records, each
     at delivery count 2; the 3 outputs are written twice."""
+    on_both_clients(crews, _a_killed_workers_records_come_back_and_its_written_outputs_repeat)
+
+
+def _a_killed_workers_records_come_back_and_its_written_outputs_repeat(workers: Workers) -> None:
     first = workers.start("worker-a", failpoint=FailPoint("output_acked", 3).to_spec())
     workers.wait_for(first, "subscribed")
     produce_ids(workers.bootstrap, workers.topic, range(RECORDS))
@@ -348,10 +388,14 @@ def test_a_killed_workers_records_come_back_and_its_written_outputs_repeat(worke
     assert (judged.redelivered, judged.deliveries) == (RECORDS, 2 * RECORDS)
 
 
-def test_acknowledging_first_loses_what_a_killed_worker_held_acknowledged(workers):
+def test_acknowledging_first_loses_what_a_killed_worker_held_acknowledged(crews):
     """Acknowledge before processing: the worker commits record 3's acknowledgement, stops
     before writing it, and is killed. Nobody gets record 3 again: its output never exists.
     The records it had not yet acknowledged come back to the next worker."""
+    on_both_clients(crews, _acknowledging_first_loses_what_a_killed_worker_held_acknowledged)
+
+
+def _acknowledging_first_loses_what_a_killed_worker_held_acknowledged(workers: Workers) -> None:
     first = workers.start(
         "worker-a",
         ack="before-processing",
@@ -374,9 +418,13 @@ def test_acknowledging_first_loses_what_a_killed_worker_held_acknowledged(worker
     assert (judged.once, judged.duplicated, judged.lost, judged.archived) == (9, 0, 1, 0)
 
 
-def test_a_poison_record_is_archived_after_the_delivery_limit(workers):
+def test_a_poison_record_is_archived_after_the_delivery_limit(crews):
     """Record 5 fails every time and is released: delivered with counts 1 to 5, then never
     again. The other 9 are written once; the group moves past all 10."""
+    on_both_clients(crews, _a_poison_record_is_archived_after_the_delivery_limit)
+
+
+def _a_poison_record_is_archived_after_the_delivery_limit(workers: Workers) -> None:
     worker = workers.start("worker", poison_ids=[5])
     workers.wait_for(worker, "subscribed")
     produce_ids(workers.bootstrap, workers.topic, range(RECORDS))
@@ -391,7 +439,7 @@ def test_a_poison_record_is_archived_after_the_delivery_limit(workers):
     assert (judged.once, judged.duplicated, judged.lost, judged.archived) == (9, 0, 0, 1)
 
 
-def test_a_frozen_worker_loses_its_records_at_the_lock_and_writes_them_again(workers):
+def test_a_frozen_worker_loses_its_records_at_the_lock_and_writes_them_again(crews):
     """A worker stopped (SIGSTOP) after writing 3 outputs keeps its connection: its records
     come back to another worker only when their lock runs out (the group's
     share.record.lock.duration.ms, set to 15 s here, the least a 4.4.0 broker allows by
@@ -404,6 +452,10 @@ def test_a_frozen_worker_loses_its_records_at_the_lock_and_writes_them_again(wor
     already archived" (the other worker acknowledged them), and Kafka 4.4.0 skips such an
     acknowledgement without an error. The application hears nothing: the doubled outputs
     are the only trace."""
+    on_both_clients(crews, _a_frozen_worker_loses_its_records_at_the_lock_and_writes_them_again)
+
+
+def _a_frozen_worker_loses_its_records_at_the_lock_and_writes_them_again(workers: Workers) -> None:
     read_from_the_start(
         workers.bootstrap, workers.group, {"share.record.lock.duration.ms": str(LOCK_S * 1000)}
     )
