@@ -15,7 +15,8 @@ RELEASEs it (the application's choice: give it back for another try), so the bro
 out again until the delivery limit archives it.
 
 librdkafka's share consumer (confluent-kafka 2.16, marked preview) has no RENEW type and sets
-no lock duration of its own: the lock is the group's `share.record.lock.duration.ms`.
+no lock duration of its own: the lock is the group's `share.record.lock.duration.ms`. A spec
+asking for RENEW (`renew_every_ms`, which the Java worker honours) is refused at the start.
 
 Events: `subscribed`, `delivered` (id, partition, offset, delivery_count), `processing_failed`,
 `output_acked`, `output_failed`, `acknowledged` (type), `ack_committed`, `ack_refused`,
@@ -128,6 +129,12 @@ def run(spec: ShareWorkerSpec) -> int:
     )
     logger = client_logger()
     stop = StopFlag()
+    if spec.renew_every_ms and not hasattr(AcknowledgeType, "RENEW"):
+        # Said, not worked around: without RENEW the lock runs out while it works.
+        raise SystemExit(
+            "renew_every_ms: librdkafka's ShareConsumer (confluent-kafka 2.16) has no RENEW "
+            "acknowledgement (AcknowledgeType: ACCEPT, RELEASE, REJECT); the Java client has"
+        )
     ack_mode = spec.ack
     if ack_mode not in ACK_MODES:
         raise SystemExit(f"ack must be one of {ACK_MODES}, not {ack_mode!r}")

@@ -123,5 +123,8 @@ class ShareWorkerSpec(RoleSpec):
     ack: Literal["after-output", "before-processing"] = "after-output"
     poison_ids: list[int] = []  # records whose processing always fails (RELEASEd)
     work_ms: int = Field(default=0, ge=0)  # how long each record's processing takes
+    # Ask for more time every so often while working (RENEW, KIP-1222): the Java client only;
+    # librdkafka 2.16's ShareConsumer has no RENEW, and its worker refuses the setting.
+    renew_every_ms: int = Field(default=0, ge=0)
     idle_after_s: float = Field(default=5.0, gt=0)
     consumer: dict[str, Any] = {}  # more share-consumer settings, by Kafka's names

@@ -9,7 +9,10 @@ Measured here, each against its contrast:
   delivery count raised, and the outputs the dead one wrote before acknowledging are written
   twice (acknowledge after the output); acknowledging first loses the record instead;
 - a record whose processing always fails is handed out `share.delivery.count.limit` times
-  (5 by default) and then archived: no worker sees it again and no one is told.
+  (5 by default) and then archived: no worker sees it again and no one is told;
+- a worker slower than its record's lock loses the record to another worker while it still
+  works, and both write its output; on the Java client, RENEW (KIP-1222) keeps it, and
+  librdkafka 2.16 has no RENEW.
 
 Each case runs on both clients at the same time, each on its own topic and group
 (`on_both_clients`): the cases mostly wait on Kafka, so together they take the time of one.
@@ -33,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import Producer
+from confluent_kafka import AcknowledgeType, Producer
 from confluent_kafka.admin import (
     AlterConfigOpType,
     ConfigEntry,
@@ -267,15 +270,20 @@ def crews(cluster1, tmp_path) -> Iterator[dict[str, Workers]]:
             crew.stop_all()
 
 
-def on_both_clients(crews: dict[str, Workers], case: Callable[[Workers], None]) -> None:
-    """Run `case` with each client's workers at the same time: most of a case is waiting on
+def on_each(crews: dict[str, Workers], cases: dict[str, Callable[[Workers], None]]) -> None:
+    """Run each named case with its crew, all at the same time: most of a case is waiting on
     Kafka (a lock, a redelivery), so together they take the time of one. A failure names
-    its client."""
+    its case."""
     with ThreadPoolExecutor(max_workers=len(crews)) as pool:
-        runs = {client: pool.submit(case, crew) for client, crew in crews.items()}
-    for client, run in runs.items():
+        runs = {name: pool.submit(cases[name], crew) for name, crew in crews.items()}
+    for name, run in runs.items():
         if (error := run.exception()) is not None:
-            raise AssertionError(f"on the {client} client: {error}") from error
+            raise AssertionError(f"{name}: {error}") from error
+
+
+def on_both_clients(crews: dict[str, Workers], case: Callable[[Workers], None]) -> None:
+    """`case` on each client's workers at the same time; a failure names its client."""
+    on_each(crews, dict.fromkeys(crews, case))
 
 
 def delivered_ids(events: list[dict]) -> Counter:
@@ -495,3 +503,82 @@ def _a_frozen_worker_loses_its_records_at_the_lock_and_writes_them_again(workers
         0,
         0,
     )
+
+
+SLOW_MS = LOCK_S * 1000 + 7_000  # a worker's processing of one record, longer than its lock
+
+
+def _slower_than_the_lock(workers: Workers, renew_every_ms: int = 0) -> None:
+    """One record; worker-a takes SLOW_MS over it, under a LOCK_S lock; worker-b is idle
+    beside it. What each wrote and what the broker handed out is asserted by the callers."""
+    read_from_the_start(
+        workers.bootstrap, workers.group, {"share.record.lock.duration.ms": str(LOCK_S * 1000)}
+    )
+    slow = workers.start("worker-a", work_ms=SLOW_MS, renew_every_ms=renew_every_ms)
+    workers.wait_for(slow, "subscribed")
+    produce_ids(workers.bootstrap, workers.topic, range(1))
+    workers.wait_for(slow, "delivered")
+    fast = workers.start("worker-b")
+    workers.wait_for(fast, "subscribed")
+    # Its one commit: the ACCEPT after the work (a RENEW goes with a poll, not a commit).
+    workers.wait_for(slow, "ack_committed", timeout=SLOW_MS / 1000 + 60)
+    workers.wait_for(fast, "idle", timeout=60)
+
+
+def _slow_worker_loses_its_record(workers: Workers) -> None:
+    _slower_than_the_lock(workers)
+    slow, fast = workers.started
+    handed = workers.events(fast, "delivered")
+    # The lock ran out while worker-a worked: the broker handed the record to worker-b, at
+    # delivery count 2, before worker-a had written anything.
+    assert [e["delivery_count"] for e in handed] == [2], handed
+    assert handed[0]["t"] < workers.events(slow, "output_acked")[0]["t"]
+    assert handed[0]["t"] - workers.events(slow, "delivered")[0]["t"] >= LOCK_S - 5
+    # Both wrote its output; worker-a's late ACCEPT was not refused (the record was archived
+    # by worker-b's, as the frozen worker's case shows in the broker's log).
+    assert output_ids(workers.bootstrap, workers.output) == Counter({0: 2})
+    assert not workers.events(slow, "ack_refused")
+    assert share_group_lag(workers.bootstrap, workers.group) == 0
+
+
+def _renewing_worker_keeps_its_record(workers: Workers) -> None:
+    _slower_than_the_lock(workers, renew_every_ms=5_000)
+    slow, fast = workers.started
+    renewed = [e for e in workers.events(slow, "acknowledged") if e["type"] == "RENEW"]
+    assert len(renewed) == (SLOW_MS - 1) // 5_000, renewed
+    # Each RENEW restarted the lock: worker-b, there all along, was never handed the record.
+    assert workers.events(fast, "delivered") == []
+    assert output_ids(workers.bootstrap, workers.output) == Counter({0: 1})
+    assert not workers.events(slow, "ack_refused")
+    assert share_group_lag(workers.bootstrap, workers.group) == 0
+
+
+def test_a_worker_slower_than_the_lock_loses_its_record_and_renew_keeps_it(cluster1, tmp_path):
+    """A worker that takes 22 s over a record whose lock lasts 15 s (the group's
+    share.record.lock.duration.ms): on both clients the broker hands the record to the other
+    worker at delivery count 2 while the first still works on it, and both write its output.
+    The Java client's worker that sends RENEW every 5 s (KIP-1222, kafka-clients 4.2 and
+    later) keeps it: the other worker never sees it, one output. librdkafka's ShareConsumer
+    (confluent-kafka 2.16) has no RENEW, and its worker refuses the setting."""
+    if cluster1.kafka_version == OLDER:
+        pytest.skip("share groups are on from Kafka 4.2; this suite runs 4.1.2")
+    assert not hasattr(AcknowledgeType, "RENEW")
+    cases = {
+        "librdkafka, no RENEW": (LIBRDKAFKA, _slow_worker_loses_its_record),
+        "java, no RENEW": (JAVA, _slow_worker_loses_its_record),
+        "java, RENEW every 5 s": (JAVA, _renewing_worker_keeps_its_record),
+    }
+    crews = {
+        name: new_crew(cluster1, tmp_path / f"case-{n}", client)
+        for n, (name, (client, _case)) in enumerate(cases.items())
+    }
+    try:
+        on_each(crews, {name: case for name, (_client, case) in cases.items()})
+    finally:
+        for crew in crews.values():
+            crew.stop_all()
+    # The refusal on librdkafka: said at the worker's start.
+    refused = new_crew(cluster1, tmp_path / "refused", LIBRDKAFKA)
+    worker = refused.start("worker", renew_every_ms=5_000)
+    assert worker.popen is not None and worker.popen.wait(60) != 0
+    assert "has no RENEW" in worker.log_path.read_text()

@@ -3,6 +3,7 @@ package lab.share;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import java.time.Duration;
+import java.util.ArrayDeque;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
@@ -31,7 +32,9 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
  * engine/roles/share_worker.py: the same spec, the same events with the same attributes, so the
  * same test reads both. Explicit acknowledgement; {@code ack} is {@code after-output} (write, then
  * ACCEPT) or {@code before-processing} (ACCEPT and commit, then write); a record in {@code
- * poison_ids} fails its processing and is RELEASEd.
+ * poison_ids} fails its processing and is RELEASEd. Each record's processing takes {@code work_ms};
+ * with {@code renew_every_ms} the worker sends RENEW that often meanwhile (KIP-1222), which
+ * librdkafka's worker cannot.
  *
  * <p>commitSync answers per partition: an empty Optional when the broker took the acknowledgements,
  * else the exception it was refused with, written as {@code ack_refused}.
@@ -43,6 +46,8 @@ public final class JavaShareWorker {
   private final Map<String, Object> spec;
   private final History history;
   private final KafkaShareConsumer<byte[], byte[]> consumer;
+  // Records a poll made while renewing handed over: processed after the one being worked on.
+  private final ArrayDeque<ConsumerRecord<byte[], byte[]>> backlog = new ArrayDeque<>();
   private final KafkaProducer<byte[], byte[]> producer;
   private final Set<Integer> poison = new HashSet<>();
 
@@ -113,6 +118,9 @@ public final class JavaShareWorker {
         for (ConsumerRecord<byte[], byte[]> record : records) {
           handle(record, ackMode);
         }
+        while (!backlog.isEmpty()) {
+          handle(backlog.poll(), ackMode);
+        }
         commit();
       }
       history.write(Events.DONE);
@@ -138,14 +146,54 @@ public final class JavaShareWorker {
       acknowledge(record, AcknowledgeType.ACCEPT, where);
       commit();
     }
-    Number workMs = (Number) spec.getOrDefault("work_ms", 0);
-    if (workMs.longValue() > 0) {
-      Thread.sleep(workMs.longValue());
-    }
+    work(record, where);
     boolean written = writeOutput(record, where);
     if (ackMode.equals("after-output")) {
       // An output that failed is given back for another try (the application's choice).
       acknowledge(record, written ? AcknowledgeType.ACCEPT : AcknowledgeType.RELEASE, where);
+    }
+  }
+
+  /**
+   * The record's processing: work_ms long. With renew_every_ms, the worker asks for more time as it
+   * goes (RENEW, KIP-1222, kafka-clients 4.2 and later): each RENEW is sent at once (commitSync),
+   * and the broker restarts the record's acquisition lock, so no other member is handed it
+   * meanwhile. RENEW ends nothing: the record is still ACCEPTed or RELEASEd after.
+   */
+  private void work(ConsumerRecord<byte[], byte[]> record, Object[] where) throws Exception {
+    long left = ((Number) spec.getOrDefault("work_ms", 0)).longValue();
+    long renewEvery = ((Number) spec.getOrDefault("renew_every_ms", 0)).longValue();
+    while (left > 0) {
+      long slice = renewEvery > 0 ? Math.min(left, renewEvery) : left;
+      Thread.sleep(slice);
+      left -= slice;
+      if (renewEvery > 0 && left > 0) {
+        acknowledge(record, AcknowledgeType.RENEW, where);
+        takeBackRenewed(record);
+      }
+    }
+  }
+
+  /**
+   * A RENEW is sent with the next poll, and the record is out of the client's hands until a poll
+   * returns it again (kafka-clients 4.4.0: ShareFetch.takeRenewedRecords; acknowledging it
+   * meanwhile throws "The record cannot be acknowledged"): it comes back as the same delivery, with
+   * the same delivery count. Other records that poll hands over wait their turn.
+   */
+  private void takeBackRenewed(ConsumerRecord<byte[], byte[]> record) {
+    long deadline = System.nanoTime() + 30_000_000_000L;
+    boolean back = false;
+    while (!back && System.nanoTime() < deadline) {
+      for (ConsumerRecord<byte[], byte[]> polled : consumer.poll(Duration.ofMillis(200))) {
+        if (polled.partition() == record.partition() && polled.offset() == record.offset()) {
+          back = true;
+        } else {
+          backlog.add(polled);
+        }
+      }
+    }
+    if (!back) {
+      throw new IllegalStateException("a renewed record did not come back within 30 s");
     }
   }
 
