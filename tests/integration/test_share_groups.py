@@ -62,7 +62,7 @@ LIBRDKAFKA, JAVA = "librdkafka", "java"
 JAVA_WORKER = "lab.share.JavaShareWorker"
 OLDER = "4.1.2"  # the last release before share groups were on by default (4.2)
 RECORDS = 10
-LOCK_S = 15  # the frozen worker's record lock: group.share.min.record.lock.duration.ms
+LOCK_S = 15  # the frozen and slow workers' record lock: group.share.min.record.lock.duration.ms
 
 
 def produce_ids(bootstrap: str, topic: str, ids: range) -> None:

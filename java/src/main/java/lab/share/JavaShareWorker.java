@@ -3,7 +3,6 @@ package lab.share;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import java.time.Duration;
-import java.util.ArrayDeque;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
@@ -46,8 +45,6 @@ public final class JavaShareWorker {
   private final Map<String, Object> spec;
   private final History history;
   private final KafkaShareConsumer<byte[], byte[]> consumer;
-  // Records a poll made while renewing handed over: processed after the one being worked on.
-  private final ArrayDeque<ConsumerRecord<byte[], byte[]>> backlog = new ArrayDeque<>();
   private final KafkaProducer<byte[], byte[]> producer;
   private final Set<Integer> poison = new HashSet<>();
 
@@ -60,6 +57,14 @@ public final class JavaShareWorker {
     consumerProps.put("group.id", spec.get("group"));
     consumerProps.put("client.id", spec.get("name"));
     consumerProps.put("share.acknowledgement.mode", "explicit");
+    if (((Number) spec.getOrDefault("renew_every_ms", 0)).longValue() > 0) {
+      // A worker that renews holds one record at a time (KIP-1206's record_limit: the broker
+      // acquires no more than max.poll.records): a renewed record comes back only through a
+      // poll, and kafka-clients 4.4.0's poll in explicit mode refuses to run while another
+      // record of its batch is unacknowledged.
+      consumerProps.put("max.poll.records", "1");
+      consumerProps.put("share.acquire.mode", "record_limit");
+    }
     Map<String, Object> extra = (Map<String, Object>) spec.getOrDefault("consumer", Map.of());
     extra.forEach((key, value) -> consumerProps.put(key, String.valueOf(value)));
     consumer =
@@ -118,9 +123,6 @@ public final class JavaShareWorker {
         for (ConsumerRecord<byte[], byte[]> record : records) {
           handle(record, ackMode);
         }
-        while (!backlog.isEmpty()) {
-          handle(backlog.poll(), ackMode);
-        }
         commit();
       }
       history.write(Events.DONE);
@@ -156,9 +158,9 @@ public final class JavaShareWorker {
 
   /**
    * The record's processing: work_ms long. With renew_every_ms, the worker asks for more time as it
-   * goes (RENEW, KIP-1222, kafka-clients 4.2 and later): each RENEW is sent at once (commitSync),
-   * and the broker restarts the record's acquisition lock, so no other member is handed it
-   * meanwhile. RENEW ends nothing: the record is still ACCEPTed or RELEASEd after.
+   * goes (RENEW, KIP-1222, kafka-clients 4.2 and later): each RENEW goes out with the poll in
+   * takeBackRenewed, and the broker restarts the record's acquisition lock, so no other member is
+   * handed it meanwhile. RENEW ends nothing: the record is still ACCEPTed or RELEASEd after.
    */
   private void work(ConsumerRecord<byte[], byte[]> record, Object[] where) throws Exception {
     long left = ((Number) spec.getOrDefault("work_ms", 0)).longValue();
@@ -175,21 +177,21 @@ public final class JavaShareWorker {
   }
 
   /**
-   * A RENEW is sent with the next poll, and the record is out of the client's hands until a poll
-   * returns it again (kafka-clients 4.4.0: ShareFetch.takeRenewedRecords; acknowledging it
-   * meanwhile throws "The record cannot be acknowledged"): it comes back as the same delivery, with
-   * the same delivery count. Other records that poll hands over wait their turn.
+   * A RENEW is sent with the next poll or commitSync, and either way the record is out of the
+   * client's hands until a poll returns it again (kafka-clients 4.4.0: ShareFetch
+   * .takeRenewedRecords, on the poll's path; acknowledging it meanwhile throws "The record cannot
+   * be acknowledged", which the lab's first version, renewing through commitSync, met). A poll with
+   * a renewal pending hands over nothing new, and this worker holds one record at a time.
    */
   private void takeBackRenewed(ConsumerRecord<byte[], byte[]> record) {
     long deadline = System.nanoTime() + 30_000_000_000L;
     boolean back = false;
     while (!back && System.nanoTime() < deadline) {
       for (ConsumerRecord<byte[], byte[]> polled : consumer.poll(Duration.ofMillis(200))) {
-        if (polled.partition() == record.partition() && polled.offset() == record.offset()) {
-          back = true;
-        } else {
-          backlog.add(polled);
+        if (polled.partition() != record.partition() || polled.offset() != record.offset()) {
+          throw new IllegalStateException("a poll handed over another record during a renewal");
         }
+        back = true;
       }
     }
     if (!back) {
