@@ -45,8 +45,7 @@ def load_spec(model: type[S]) -> S:
 
 def failpoint_of(spec: RoleSpec) -> FailPoint | None:
     """The fault point armed from outside in the spec, if any."""
-    point = spec.failpoint
-    return FailPoint(point.event, point.count) if point is not None else None
+    return FailPoint.from_spec(spec.failpoint.model_dump() if spec.failpoint else None)
 
 
 def client_logger() -> logging.Logger:

@@ -209,7 +209,7 @@ def run(spec: ProducerSpec) -> int:
     history = HistoryWriter(spec.history, spec.name, point and ArmedFailPoint(point))
     events = ProducerHistory(history, spec.outbox)
     stop = StopFlag()
-    batch = bool(spec.batch)
+    batch = spec.batch
     conf = {
         "bootstrap.servers": spec.bootstrap,
         "client.id": spec.client_id,
@@ -251,7 +251,7 @@ def run(spec: ProducerSpec) -> int:
         wait_for_gate(gate, stop)
     topic = spec.topic
     # value_bytes: pad each value to this size (the cost benchmark's 1 KB messages).
-    make_value = value_maker(spec.run_id, spec.level, spec.name, int(spec.value_bytes or 0))
+    make_value = value_maker(spec.run_id, spec.level, spec.name, spec.value_bytes or 0)
     on_delivery = events.on_delivery
 
     def send(chunk: Sequence[int]) -> None:

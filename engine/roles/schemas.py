@@ -6,39 +6,21 @@ schema differs from its model."""
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 from pydantic import BaseModel
 
 from engine.base import paths
 from engine.roles.registry import roles
-from engine.roles.specs import (
-    ProcessorSpec,
-    ProducerSpec,
-    RoleSpec,
-    ShareWorkerSpec,
-    SinkSpec,
-    StreamsSpec,
-)
+from engine.roles.specs import RoleSpec
 
 SCHEMA_DIR = paths.REPO_ROOT / "java" / "src" / "main" / "resources" / "lab" / "specs"
 
-# The models written here; a role may declare its own in its module (the registry finds it).
-SPEC_MODELS: tuple[type[RoleSpec], ...] = (
-    ProducerSpec,
-    ProcessorSpec,
-    StreamsSpec,
-    SinkSpec,
-    ShareWorkerSpec,
-)
-
 
 def schema_models() -> dict[str, type[RoleSpec]]:
-    """Every spec model, by the name a Java role asks for (`Spec.load(args, "SinkSpec")`):
-    this module's and any other a registered role declares."""
-    models = [*SPEC_MODELS, *(role.spec_model for role in roles().values())]
-    return {model.__name__: model for model in models}
+    """Every registered role's spec model, by the name a Java role asks for
+    (`Spec.load(args, "SinkSpec")`)."""
+    return {role.spec_model.__name__: role.spec_model for role in roles().values()}
 
 
 def schema_text(model: type[BaseModel]) -> str:
@@ -69,14 +51,11 @@ def write_schemas() -> list[Path]:
     for old in SCHEMA_DIR.glob("*.schema.json"):
         if old.name.removesuffix(".schema.json") not in models:
             old.unlink()
-    written = []
     for name, model in models.items():
         schema_path(name).write_text(schema_text(model))
-        written.append(schema_path(name))
-    return written
+    return [schema_path(name) for name in models]
 
 
 if __name__ == "__main__":
     for path in write_schemas():
         print(path.relative_to(paths.REPO_ROOT))
-    sys.exit(0)

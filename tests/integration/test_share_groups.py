@@ -530,7 +530,7 @@ def _slow_worker_loses_its_record(workers: Workers) -> None:
     slow, fast = workers.started
     handed = workers.events(fast, "delivered")
     # The lock ran out while worker-a worked: the broker handed the record to worker-b, at
-    # delivery count 2, before worker-a had written anything.
+    # delivery count 2, before worker-a's output was acknowledged.
     assert [e["delivery_count"] for e in handed] == [2], handed
     assert handed[0]["t"] < workers.events(slow, "output_acked")[0]["t"]
     assert handed[0]["t"] - workers.events(slow, "delivered")[0]["t"] >= LOCK_S - 5
