@@ -28,6 +28,14 @@ pytestmark = pytest.mark.kafka
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 ARTIFACTS = paths.REPO_ROOT / "test-artifacts"
 KEY = make_key()
+ROOM_LOG = ARTIFACTS / "room-dashboard.log"
+PAGE_ERRORS: list[str] = []  # scripts' uncaught errors and crashes, in every tab
+CONSOLE_ERRORS: list[str] = []
+# What a viewer's page waits for after the presenter's: the follow poll (2 s) and a page's
+# draw, which took over 15 s on the 2-core machine under load (a CI run, 2026-12-02). Every
+# check of this file waits as long: with Playwright's 5 s, two of six runs here failed beside
+# one more busy process (a wrong key's warning, a viewer's "is running" line).
+FOLLOW_MS = 60_000
 CONTROLS = ("▶ Run", "Stop cluster", "kill", "pause", "restart", "▶ Start free play")
 
 
@@ -42,7 +50,8 @@ def room(tmp_path_factory) -> Iterator[str]:
         "LAB_SPARK_AUTOSTART": "0",
         KEY_ENV: KEY,
     }
-    server, url = serve_dashboard(env, address="0.0.0.0")
+    ARTIFACTS.mkdir(exist_ok=True)
+    server, url = serve_dashboard(env, address="0.0.0.0", log=ROOM_LOG)
     try:
         yield url
     finally:
@@ -64,10 +73,42 @@ def browser() -> Iterator:
         browser.close()
 
 
+def watch_errors(name: str, tab) -> None:
+    """Keep what a tab's page itself reports going wrong (a script error, a crash)."""
+    tab.on("pageerror", lambda exc: PAGE_ERRORS.append(f"{name}: page error: {exc}"))
+    tab.on("crash", lambda _: PAGE_ERRORS.append(f"{name}: the page crashed"))
+    # Console errors are for the report only: every first visit logs two 404s (Streamlit's
+    # frontend asks the page's path for _stcore/health before the root's).
+    tab.on(
+        "console",
+        lambda msg: msg.type == "error" and CONSOLE_ERRORS.append(f"{name}: {msg.text[:300]}"),
+    )
+
+
+def report_tabs(tabs: dict[str, object]) -> str:
+    """What each tab showed when a check failed, and the dashboard's log: a room failure seen
+    once in a CI run (a viewer's page with nothing but an image) must say which tab and why."""
+    lines = [
+        f"--- errors the pages reported: {PAGE_ERRORS[-40:] or 'none'}",
+        f"--- console errors: {CONSOLE_ERRORS[-20:] or 'none'}",
+    ]
+    for name, tab in tabs.items():
+        try:
+            tab.screenshot(path=str(ARTIFACTS / f"room-failure-{name}.png"))
+            body = tab.locator("body").aria_snapshot(timeout=5000)
+        except PlaywrightError as exc:
+            body = f"(unreadable: {exc})"
+        lines.append(f"--- {name}: {tab.url}\n{body[:3000]}")
+    log = ROOM_LOG.read_text(errors="replace") if ROOM_LOG.exists() else "(no log)"
+    lines.append("--- the dashboard's log, last 6000 characters\n" + log[-6000:])
+    return "\n".join(lines)
+
+
 def new_tab(browser):
     context = browser.new_context(viewport={"width": 1920, "height": 1080})
     tab = context.new_page()
     tab.set_default_timeout(120_000)
+    expect.set_options(timeout=FOLLOW_MS)
     return context, tab
 
 
@@ -179,18 +220,17 @@ def page_text(tab) -> str:
     return tab.locator("[data-testid='stMain']").inner_text()
 
 
-# What a viewer's page waits for after the presenter's: the follow poll (2 s) and a page's
-# draw, which took over 15 s on the 2-core machine under load (a CI run, 2026-12-02).
-FOLLOW_MS = 60_000
-
-
 def test_the_room_votes_on_a_lesson_step_and_sees_the_outcome_only_after_the_lock(browser, room):
     """Issue 62: three viewers see the step's question and vote; the tally (how many, never
     who) reaches the presenter; the presenter locks and runs; every screen shows the verdict
     with the tally and the explanation. Before the lock no viewer's page shows anything of
     the outcome, though the presenter has just rehearsed the same scenario."""
+    PAGE_ERRORS.clear()
     p_context, presenter = new_tab(browser)
     viewers = [new_tab(browser) for _ in range(3)]
+    watch_errors("presenter", presenter)
+    for i, (_, tab) in enumerate(viewers):
+        watch_errors(f"viewer{i + 1}", tab)
     try:
         presenter.goto(f"{room}/failure_lab?key={KEY}")
         presenter.get_by_text("node 1: running").wait_for(timeout=180_000)
@@ -277,6 +317,13 @@ def test_the_room_votes_on_a_lesson_step_and_sees_the_outcome_only_after_the_loc
         expect(first).to_have_url(re.compile(r"/log_views$"))
         back.click()
         expect(first).to_have_url(re.compile(r"/replay$"), timeout=FOLLOW_MS)
+        # No page threw: a page switched on the server once left a viewer white
+        # (pages/_whereabouts.py), with the connection dead and every check after it waiting.
+        assert not PAGE_ERRORS, PAGE_ERRORS
+    except (AssertionError, PlaywrightError):
+        tabs = {"presenter": presenter} | {f"viewer{i + 1}": t for i, (_, t) in enumerate(viewers)}
+        print(report_tabs(tabs))
+        raise
     finally:
         p_context.close()
         for context, _ in viewers:
