@@ -41,6 +41,7 @@ from engine.faults import (
 )
 from engine.faults.base import HURT
 from engine.judging.checker import LATENCY_DEFINITION
+from engine.judging.judge import LevelResult
 from engine.logs import (
     LECTURE_PRESET,
     ROLL_KEY,
@@ -95,6 +96,7 @@ from engine.run.record import (
     RecordedRun,
     level_events,
     list_runs,
+    load_judged,
     load_metrics,
     load_result,
     load_run,
@@ -227,6 +229,7 @@ __all__ = [
     "LabError",
     "Lesson",
     "LessonProgress",
+    "LevelResult",
     "LevelSnapshot",
     "LiveRun",
     "LogDump",
@@ -291,6 +294,7 @@ __all__ = [
     "list_scenarios",
     "list_topic_names",
     "live_runs",
+    "load_judged",
     "load_lesson",
     "load_metrics",
     "load_result",

@@ -84,7 +84,7 @@ def recorded_isolation() -> None:
     # The aborted-transaction scenario is the one written for this view.
     default = next((i for i, r in enumerate(runs) if r.get("scenario") == "aborted-transaction"), 0)
 
-    def label(meta: dict[str, Any]) -> str:
+    def label(meta: dict[str, Any]) -> str:  # a run's run.json, as list_runs reads it (JSON)
         when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(meta.get("started_at") or 0))
         return f"{meta.get('scenario', '?')} · {when}"
 
@@ -116,7 +116,8 @@ def recorded_isolation() -> None:
 
 
 def offsets_readings(run: RecordedRun, level: str) -> list[dict[str, Any]]:
-    """The run's own readings of the LSO and high watermark (scenarios with watch_offsets)."""
+    """The run's own readings of the LSO and high watermark (scenarios with watch_offsets):
+    the nemesis's `offsets` records in the level's history, free-form JSON as written."""
     history = run.levels[level].history
     return [
         e

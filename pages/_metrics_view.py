@@ -2,6 +2,10 @@
 
 Every figure is drawn from the `engine metrics` object saved in a run folder (metrics.json);
 the pure functions here build Plotly figures and tables, and the Metrics page lays them out.
+Spark's metrics stay JSON, read by name: each level's entry holds the checker's fields with
+Spark's own beside them (messages, duplicated_share, latency_distribution_ms, throughput);
+the run's judged result, which the page compares them with, is the typed LevelResult
+(shared_judged). A run's meta (run.json) is JSON too.
 """
 
 from __future__ import annotations
@@ -16,14 +20,15 @@ import streamlit as st
 from plotly.subplots import make_subplots
 
 from engine.face import (
+    LevelResult,
     list_runs,
+    load_judged,
     load_metrics,
-    load_result,
     runs_signature,
     saved_stamp,
 )
 from pages._presenter import DESK_PX, ROOM_PX, room_chart, room_table
-from pages._run_view import draw_fault_bands
+from pages._run_view import ANOMALY_COUNTS, draw_fault_bands
 
 # One colour per level, the same in every chart of the page.
 LEVEL_COLOURS = {
@@ -49,6 +54,15 @@ def ordered_results(metrics: dict[str, Any], order: list[str] | None = None) -> 
     results = metrics.get("results", {})
     first = [lv for lv in order or [] if lv in results]
     return {lv: results[lv] for lv in first + sorted(set(results) - set(first))}
+
+
+def failing_level(results: dict[str, Any]) -> int:
+    """The level to open Spark's verdicts on: the first where Spark counted the scenario's
+    failure, else the first (as the run's view opens on its own: _run_view.failing_level)."""
+    for index, result in enumerate(results.values()):
+        if any((result.get(count) or 0) > 0 for count in ANOMALY_COUNTS):
+            return index
+    return 0
 
 
 def rate(result: dict[str, Any], key: str) -> float:
@@ -255,7 +269,8 @@ def throughput_figure(results: dict[str, Any], *, type_px: int = DESK_PX) -> go.
         )
         if started is None or not window_start:
             continue  # without a common origin, bands would be drawn in the wrong place
-        draw_fault_bands(figure, result, started, opacity=0.25, type_px=type_px, row=row, col=1)
+        faults = result.get("faults", [])
+        draw_fault_bands(figure, faults, started, opacity=0.25, type_px=type_px, row=row, col=1)
     figure.update_layout(
         height=max(220, 170 * len(levels)),
         margin={"l": 10, "r": 10, "t": 40, "b": 10},
@@ -340,8 +355,8 @@ def _metrics_version(run_id: str, stamp: float) -> dict[str, Any] | None:
 
 
 @st.cache_resource(show_spinner=False, max_entries=64)
-def _result_version(run_id: str, stamp: float) -> dict[str, Any]:
-    return load_result(run_id)
+def _judged_version(run_id: str, stamp: float) -> dict[str, LevelResult]:
+    return load_judged(run_id)
 
 
 def versioned_metrics(run_id: str) -> tuple[float, dict[str, Any]] | None:
@@ -359,12 +374,13 @@ def shared_metrics(run_id: str) -> dict[str, Any] | None:
     return None if saved is None else saved[1]
 
 
-def shared_result(run_id: str) -> dict[str, Any]:
-    """A run's result.json, parsed once per version for every session (read-only)."""
+def shared_judged(run_id: str) -> dict[str, LevelResult]:
+    """A run's judged result per level (result.json, typed), read once per version for every
+    session (read-only)."""
     stamp = saved_stamp(run_id, "result")
     if stamp is None:
-        return load_result(run_id)  # raises the record's own error
-    return _result_version(run_id, stamp)
+        return load_judged(run_id)  # raises the record's own error
+    return _judged_version(run_id, stamp)
 
 
 @st.cache_resource(show_spinner=False, max_entries=8)

@@ -78,6 +78,11 @@ def run_live(
 ) -> dict[str, Any] | None:
     """Run on the shared cluster and show it live; None (and a message) on error.
 
+    What it returns is the run's output as `engine run --json` prints it (JSON, the same as
+    its result.json), of which the callers read the run's id: every page draws a run's
+    results from its record (load_run), each level's as the typed LevelResult
+    (RecordedRun.levels_judged), whether the run has just ended or is replayed.
+
     While the run's thread works, this (the script thread) reads the run's history files and
     redraws the live view. `show(run_id)` draws the run's results below the status. The
     status says "Done" only after that, in the same script run, so the room never sees

@@ -1,7 +1,7 @@
 """Shows a recorded run: counts per level side by side, a timeline, the verdict table.
 
 Used by the Failure lab (right after a run) and by Replay (any run from runs/, no cluster
-needed). Everything drawn here is read from the run's record; nothing is made up.
+needed). Everything drawn here is read from the run's record (typed: levels_judged).
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from engine.face import (
     LATENCY_DEFINITION,
     PROXY_WORDS,
     Event,
+    LevelResult,
     NemesisRecord,
     ProxyRecord,
     RecordedRun,
@@ -82,7 +83,7 @@ def render_run(
     sets the layout itself (`presenter` given: the Lesson, which scrolls to its own
     explanation) is not scrolled unless it asks (`scroll`).
     """
-    meta, stored = run.meta, run.results
+    meta, stored = run.meta, run.levels_judged
     # Show the levels in the order they were run (the saved JSON's keys are sorted).
     order = [lv for lv in meta.get("levels", []) if lv in stored]
     results = {lv: stored[lv] for lv in order + sorted(set(stored) - set(order))}
@@ -181,7 +182,9 @@ def scroll_to_selector(selector: str) -> None:
     st.html(SCROLL_SCRIPT % selector, unsafe_allow_javascript=True)
 
 
-def render_timeline(run: RecordedRun, results: dict[str, Any], *, type_px: int = DESK_PX) -> None:
+def render_timeline(
+    run: RecordedRun, results: dict[str, LevelResult], *, type_px: int = DESK_PX
+) -> None:
     """The level picker (opened on the failing level), its timeline and its verdict table."""
     run_id = run.run_id
     level = st.radio(
@@ -205,7 +208,7 @@ def render_timeline(run: RecordedRun, results: dict[str, Any], *, type_px: int =
                 for b in unlabelled
             )
         )
-    render_verdicts(data.verdicts, results[level], key=f"v-{run_id}-{level}")
+    render_verdicts(data.verdicts, results[level].settings.started_at, key=f"v-{run_id}-{level}")
 
 
 # The counts a card may teach, with the words the room reads under the number.
@@ -233,56 +236,58 @@ TEACHING_LABELS = {
 # Counts the card's sentence may cite (explain.headline): on the card whenever they are not
 # zero, so the sentence never names a number the card does not show.
 CITED_COUNTS = (*ANOMALY_COUNTS, "never_sent", "not_processed")
+Teaches = dict[str, dict[str, str]]  # a scenario's `teaches`: level -> count -> its bound
 
 
-def teaching_counts(level: str, result: dict[str, Any], teaches: dict[str, Any]) -> list[str]:
+def teaching_counts(level: str, result: LevelResult, teaches: Teaches) -> list[str]:
     """The counts this level's card shows: delivered, what the scenario teaches, then every
     other count its sentence may cite that this run made."""
-    taught = [k for k in (teaches.get(level) or {}) if k in result and k != "delivered"]
-    if "fenced" in taught and REFUSALS[0] in result:
+    wanted = teaches.get(level) or {}
+    taught = [k for k in wanted if k != "delivered" and result.count(k) is not None]
+    if "fenced" in taught and result.count(REFUSALS[0]) is not None:
         # A scenario that teaches "fenced" shows what was refused, each kind under its name.
         at = taught.index("fenced")
         taught[at : at + 1] = refused_kinds(result)
     shown = ["delivered", *taught] if taught else ["delivered", "duplicates", "lost"]
-    cited = [k for k in CITED_COUNTS if (result.get(k) or 0) > 0 and k not in shown]
-    headline = str((result.get("explain") or {}).get("headline") or "")
+    cited = [k for k in CITED_COUNTS if (result.count(k) or 0) > 0 and k not in shown]
+    headline = result.explanation.headline or ""
     if "refused" in headline or "fenced" in headline:  # explain.refusals_phrase cites them
-        cited += [k for k in refused_kinds(result) if result.get(k) and k not in shown]
+        cited += [k for k in refused_kinds(result) if result.count(k) and k not in shown]
     # A read_committed level's duplicates as a read_uncommitted reader would count them.
-    other = ["read_uncommitted_duplicates"] if result.get("read_uncommitted_duplicates") else []
+    other = ["read_uncommitted_duplicates"] if result.count("read_uncommitted_duplicates") else []
     return shown + cited + other
 
 
-def refused_kinds(result: dict[str, Any]) -> list[str]:
+def refused_kinds(result: LevelResult) -> list[str]:
     """The kinds of refusal this level counts above zero; writes (0) when there is none."""
-    return [k for k in REFUSALS if result.get(k)] or [REFUSALS[0]]
+    return [k for k in REFUSALS if result.count(k)] or [REFUSALS[0]]
 
 
-def level_heading(level: str, result: dict[str, Any]) -> str:
+def level_heading(level: str, result: LevelResult) -> str:
     """The level's name, and what it really ran as where the scenario changed that."""
-    return f"{level}: {result['label']}" if result.get("label") else level
+    return f"{level}: {result.settings.label}" if result.settings.label else level
 
 
-def level_heading_html(level: str, result: dict[str, Any]) -> str:
+def level_heading_html(level: str, result: LevelResult) -> str:
     """The same, with the name in one piece: "idempotency-key" never breaks at its hyphen."""
     name = f"<span class='lab-name'>{escape(level)}</span>"
-    return f"{name}: {escape(result['label'])}" if result.get("label") else name
+    return f"{name}: {escape(result.settings.label)}" if result.settings.label else name
 
 
-def render_verdict_cards(results: dict[str, Any], teaches: dict[str, Any]) -> None:
+def render_verdict_cards(results: dict[str, LevelResult], teaches: Teaches) -> None:
     """One card per level: the numbers the scenario teaches, large, and the verdict in words."""
     columns = st.columns(len(results), border=True)
     for column, (level, result) in zip(columns, results.items(), strict=True):
         cells = []
         for key in teaching_counts(level, result, teaches):
-            value = result.get(key) or 0
+            value = result.count(key) or 0
             alarm = key in ANOMALY_COUNTS and value > 0
             cells.append(
                 "<div class='lab-count'>"
                 f"<div class='lab-number{' lab-alarm' if alarm else ''}'>{value}</div>"
                 f"<div class='lab-label'>{escape(TEACHING_LABELS.get(key, key))}</div></div>"
             )
-        verdict = (result.get("explain") or {}).get("headline") or ""
+        verdict = result.explanation.headline or ""
         with column:
             st.markdown(
                 f"<div class='lab-card'><div class='lab-level'>"
@@ -314,7 +319,7 @@ CARD_STYLE = """<style>
 </style>"""
 
 
-def render_count_cards(results: dict[str, Any], *, presenter: bool = False) -> None:
+def render_count_cards(results: dict[str, LevelResult], *, presenter: bool = False) -> None:
     """Every count of every level, side by side, with what explains them.
 
     The topic a level reads is named in the hover help, and not at all on the projector.
@@ -323,41 +328,42 @@ def render_count_cards(results: dict[str, Any], *, presenter: bool = False) -> N
     for column, (level, result) in zip(columns, results.items(), strict=True):
         with column, st.container(border=True):
             st.subheader(level_heading(level, result))
-            if headline := (result.get("explain") or {}).get("headline"):
+            if headline := result.explanation.headline:
                 st.markdown(f"**{headline}**")
-            topic = None if presenter else f"The topic it reads: `{result['sink_topic']}`"
-            st.caption(f"reads at **{result['isolation']}**", help=topic)
+            topic = None if presenter else f"The topic it reads: `{result.settings.sink_topic}`"
+            st.caption(f"reads at **{result.isolation}**", help=topic)
             left, right = st.columns(2)
             for i, (key, label, helptext) in enumerate(COUNTS):
-                (left if i % 2 == 0 else right).metric(label, result[key], help=helptext)
+                (left if i % 2 == 0 else right).metric(label, result.count(key), help=helptext)
             extra = []
             for key in REFUSALS:
-                if result.get(key):
-                    extra.append(f"🛡️ {TEACHING_LABELS[key]}: **{result[key]}**")
-            if REFUSALS[0] not in result and result.get("fenced"):  # recorded before the kinds
-                extra.append(f"🛡️ {TEACHING_LABELS['fenced']}: **{result['fenced']}**")
-            if result.get("aborted_visible"):
-                extra.append(f"👻 **{result['aborted_visible']}** aborted record(s) visible")
-            if result.get("read_uncommitted_duplicates") is not None:
+                if refused := result.count(key):
+                    extra.append(f"🛡️ {TEACHING_LABELS[key]}: **{refused}**")
+            # A run recorded before the refusals were counted by kind: all of them at once.
+            if result.count(REFUSALS[0]) is None and (fenced := result.count("fenced")):
+                extra.append(f"🛡️ {TEACHING_LABELS['fenced']}: **{fenced}**")
+            if aborted := result.counts.aborted_visible:
+                extra.append(f"👻 **{aborted}** aborted record(s) visible")
+            if (reader := result.uncommitted_reader) is not None:
                 extra.append(
                     f"👓 A read_uncommitted reader of this topic (the Java consumer's default "
-                    f"isolation) reads **{result['read_uncommitted_aborted']}** record(s) of "
-                    f"aborted transactions and counts **{result['read_uncommitted_duplicates']}** "
+                    f"isolation) reads **{reader.read_uncommitted_aborted}** record(s) of "
+                    f"aborted transactions and counts **{reader.read_uncommitted_duplicates}** "
                     "duplicate(s): exactly-once holds for read_committed readers"
                 )
-            if "effects" in result:
+            if (effects := result.effects) is not None:
                 extra.append(
-                    f"🗝️ **{result['effects']}** effect(s) applied in the database; "
-                    f"**{result['duplicates_absorbed']}** duplicate delivery(ies) absorbed by "
+                    f"🗝️ **{effects.effects}** effect(s) applied in the database; "
+                    f"**{effects.duplicates_absorbed}** duplicate delivery(ies) absorbed by "
                     "the idempotency key"
                 )
             for line in extra:
                 st.markdown(line)
             # Every count the level's promise excludes (and any reordering), explained
             # from this run's own history.
-            for line in (result.get("explain") or {}).get("why", []):
+            for line in result.explanation.why:
                 st.markdown(f"🔎 {room_words(line)}")
-            lat = result["latency_ms"]
+            lat = result.counts.latency_ms
             if lat.get("p50") is not None:
                 st.caption(
                     f"latency p50 {lat['p50']:.0f} ms · p99 {lat['p99']:.0f} ms · "
@@ -366,22 +372,22 @@ def render_count_cards(results: dict[str, Any], *, presenter: bool = False) -> N
                 )
 
 
-def failing_level(results: dict[str, Any]) -> int:
+def failing_level(results: dict[str, LevelResult]) -> int:
     """The level to open on: the first where the scenario's failure shows, else the first."""
     for index, result in enumerate(results.values()):
-        if any((result.get(count) or 0) > 0 for count in ANOMALY_COUNTS):
+        if any((result.count(count) or 0) > 0 for count in ANOMALY_COUNTS):
             return index
     return 0
 
 
-def render_verdicts(rows: list[dict[str, Any]], result: dict[str, Any], *, key: str) -> None:
-    """The verdict table, opened on the anomalies when there are any."""
+def render_verdicts(rows: list[dict[str, Any]], start: float | None, *, key: str) -> None:
+    """The verdict table (JSON rows), opened on the anomalies when there are any."""
     verdicts = pd.DataFrame(rows)
     if verdicts.empty:
         return
     kinds = sorted(verdicts["verdict"].unique())
     chosen = st.multiselect("Show verdicts", kinds, default=default_verdicts(kinds), key=key)
-    shown = readable_verdicts(verdicts[verdicts["verdict"].isin(chosen)], result)
+    shown = readable_verdicts(verdicts[verdicts["verdict"].isin(chosen)], start)
     room_table(verdicts_in_words(shown), hide_index=True, width="stretch")
 
 
@@ -396,9 +402,9 @@ VERDICT_COLUMNS = ["id", "verdict", "copies", "offsets", "ack", *TIME_COLUMNS.va
 VERDICT_COLUMNS += ["latency_ms", "reordered", "aborted_copies"]
 
 
-def readable_verdicts(verdicts: pd.DataFrame, result: dict[str, Any]) -> pd.DataFrame:
-    """The table's columns, with moments as seconds since the level started, not epochs."""
-    start = result.get("started_at") or 0.0
+def readable_verdicts(verdicts: pd.DataFrame, start: float | None) -> pd.DataFrame:
+    """The table's columns, with moments as seconds since `start` (the level's), not epochs."""
+    start = start or 0.0
     out = verdicts.copy()
     for column, title in TIME_COLUMNS.items():
         values = out[column] if column in out else pd.Series(None, index=out.index)
@@ -471,13 +477,13 @@ def render_evidence_line(line: str, *, presenter: bool) -> None:
         st.code(quote, language=None, wrap_lines=True)
 
 
-def render_evidence(results: dict[str, Any], *, presenter: bool = False) -> None:
+def render_evidence(results: dict[str, LevelResult], *, presenter: bool = False) -> None:
     """What the faults did and how Kafka answered, per level; then the application's choices."""
-    explained = {lv: r["explain"] for lv, r in results.items() if r.get("explain")}
-    if not any(e["evidence"] or e["choices"] for e in explained.values()):
+    explained = {lv: r.explanation for lv, r in results.items() if "explain" not in r.not_recorded}
+    if not any(e.evidence or e.choices for e in explained.values()):
         return
     # A choice every level made is said once, below the columns.
-    shared = set.intersection(*(set(e["choices"]) for e in explained.values()))
+    shared = set.intersection(*(set(e.choices) for e in explained.values()))
     with st.expander("What happened, from the run's evidence", expanded=True):
         columns = st.columns(len(explained))
         for column, (level, why) in zip(columns, explained.items(), strict=True):
@@ -485,9 +491,9 @@ def render_evidence(results: dict[str, Any], *, presenter: bool = False) -> None
                 st.markdown(f"**{level_heading(level, results[level])}**")
                 # room_words: a run recorded before the evidence was said in the room's
                 # words still shows no raw error code.
-                for line in why["evidence"]:
+                for line in why.evidence:
                     render_evidence_line(line, presenter=presenter)
-                for line in why["choices"]:
+                for line in why.choices:
                     if line not in shared:
                         st.markdown(f"- 🧩 *The application's choice:* {room_words(line)}")
         for line in sorted(shared):
@@ -496,7 +502,7 @@ def render_evidence(results: dict[str, Any], *, presenter: bool = False) -> None
 
 def timeline_figure(
     history: list[dict[str, Any]],
-    result: dict[str, Any],
+    result: LevelResult,
     verdicts: list[dict[str, Any]] | None = None,
 ) -> go.Figure:
     """Each message's path over time (sent, acked, written, seen), with faults as bands."""
@@ -505,7 +511,7 @@ def timeline_figure(
 
 def timeline(
     history: list[dict[str, Any]],
-    result: dict[str, Any],
+    result: LevelResult,
     verdicts: list[dict[str, Any]] | None = None,
     *,
     type_px: int = DESK_PX,
@@ -519,7 +525,8 @@ def timeline(
     instance of a role (a replacement) have their own colour. Fault labels sit in rows above
     the plot, never over the data nor over each other.
     """
-    start = result.get("started_at") or (history[0]["t"] if history else 0.0)
+    start = result.settings.started_at or (history[0]["t"] if history else 0.0)
+    faults = result.faults  # JSON records, each kind its own fields
     figure = go.Figure()
     points = timeline_points(history, start)
     several = {p.split("#")[0] for _, p in points if "#" in p}  # roles with a replacement
@@ -529,11 +536,11 @@ def timeline(
     draw_anomalies(figure, history, verdicts or [], start, type_px=type_px)
     # The x axis is set, not left to autorange, so that the labels' room is known.
     xs = [x for rows in points.values() for x, _ in rows]
-    xs += [b["x1"] for b in fault_bands(result, start)] + [0.0]
+    xs += [b["x1"] for b in fault_bands(faults, start)] + [0.0]
     lo, hi = min(xs), max(max(xs), 1.0)
     pad = 0.03 * (hi - lo)
     span = (lo - pad, hi + pad)
-    unlabelled = draw_fault_bands(figure, result, start, span=span, above=True, type_px=type_px)
+    unlabelled = draw_fault_bands(figure, faults, start, span=span, above=True, type_px=type_px)
     used = [a.yshift for a in figure.layout.annotations if a.yref == "y domain"]
     row_px = label_row_px(type_px)
     rows_used = (max(used) - 4) // row_px + 1 if used else 0
@@ -701,7 +708,7 @@ def draw_anomalies(
 
 def draw_fault_bands(
     figure: go.Figure,
-    result: dict[str, Any],
+    faults: list[dict[str, Any]],
     start: float,
     *,
     opacity: float = 0.18,
@@ -710,13 +717,13 @@ def draw_fault_bands(
     type_px: int = DESK_PX,
     **where: Any,
 ) -> list[dict[str, Any]]:
-    """Shade each fault of a level's result on `figure` (`where`: a subplot's row and col).
+    """Shade each fault of a level (its JSON records) on `figure` (`where`: a subplot's cell).
 
     Repeats of one fault fold into one band with a count, and each label gets a row where it
     overlaps no other (`place_labels`), above the plot (`above`) or along its top. A label
     that finds no row is left off the chart; those bands are returned, for a line below it.
     """
-    bands = fold_bands(fault_bands(result, start))
+    bands = fold_bands(fault_bands(faults, start))
     if span is None:  # a subplot's axis is not known here: the faults' own extent
         span = (min([0.0, *(b["x0"] for b in bands)]), max([1.0, *(b["x1"] for b in bands)]))
     placed = place_labels(bands, span, type_px=type_px)
@@ -835,14 +842,13 @@ def place_labels(
     return placed
 
 
-def fault_bands(result: dict[str, Any], start: float) -> list[dict[str, Any]]:
-    """Faults as time bands: a lasting fault (its kind's `ended_by`: a pause) until the record
-    that ends it, for the same target; an instant fault gets 50 ms.
+def fault_bands(faults: list[dict[str, Any]], start: float) -> list[dict[str, Any]]:
+    """A level's faults (JSON records) as time bands: a lasting fault (its kind's `ended_by`:
+    a pause) until the record that ends it, for the same target; an instant fault gets 50 ms.
 
     Each band has the room's words (`label`), the engine's names (`raw`, small type), and
     `fold`: equal for repeats of one fault, which fold_bands merges.
     """
-    faults = result.get("faults", [])
     bands = []
     paired = set()  # the records a lasting band covers: its start and its end
     for began, ended in lasting_spans(faults):

@@ -18,6 +18,7 @@ from engine.face import (
     STREAMS_LEVELS,
     AccountTotals,
     Event,
+    LevelResult,
     RecordedRun,
     payments_made,
     process_words,
@@ -27,7 +28,8 @@ from pages._presenter import room_table
 
 
 def store_rows(history: list[dict[str, Any]], ledger: list[int]) -> list[dict[str, Any]] | None:
-    """One row per account: counted and made, payments and amounts; None without a store."""
+    """One row per account: counted and made, payments and amounts; None without a store.
+    (The history's events are free-form JSON; the rows are the table's, by column.)"""
     store = store_at_end(history)
     if store is None:
         return None
@@ -68,7 +70,7 @@ def restore_line(history: list[dict[str, Any]]) -> str | None:
     )
 
 
-def render_store_counts(run: RecordedRun, results: dict[str, Any]) -> None:
+def render_store_counts(run: RecordedRun, results: dict[str, LevelResult]) -> None:
     """The state store beside the truth, one column per Kafka Streams level of the run."""
     shown = [lv for lv in results if lv in STREAMS_LEVELS and lv in run.levels]
     if not shown:

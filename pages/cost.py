@@ -47,7 +47,8 @@ st.markdown(
 
 
 def wrapped_table(rows: list[dict[str, Any]]) -> None:
-    """A static table whose long cells wrap, so that no column runs off the right edge."""
+    """A static table whose long cells wrap, so that no column runs off the right edge; each
+    row is the benchmark report's, by column (engine.cost.report), no run's result."""
     st.table(pd.DataFrame(rows).set_index(next(iter(rows[0]))))
 
 

@@ -14,6 +14,7 @@ from engine.face import (
     STREAM_SOURCE,
     STREAMING_METRICS,
     LabError,
+    LevelResult,
     LiveRun,
     MetricsService,
     SoFar,
@@ -35,10 +36,11 @@ from pages._metrics_view import (
     draw_history,
     draw_latency,
     draw_throughput,
+    failing_level,
     ordered_results,
     room_reason,
+    shared_judged,
     shared_metrics,
-    shared_result,
     shared_runs,
     so_far_figure,
     versioned_metrics,
@@ -47,7 +49,6 @@ from pages._presenter import presenter_on, room_chart, room_table
 from pages._roles import is_presenter
 from pages._run_view import (
     default_verdicts,
-    failing_level,
     readable_verdicts,
     render_verdicts,
     scroll_to_key,
@@ -155,14 +156,16 @@ def produced_by(metrics: dict[str, Any]) -> str:
     return "computed by Spark's batch job after the run"
 
 
-def agreement(metrics: dict[str, Any], checked: dict[str, Any]) -> list[str]:
-    """Where Spark's counts differ from the checker's (result.json): one line per difference."""
+def agreement(metrics: dict[str, Any], checked: dict[str, LevelResult]) -> list[str]:
+    """Where Spark's counts (metrics.json: JSON) differ from the checker's (result.json, typed):
+    one line per difference."""
     differences = []
     for level, result in metrics.get("results", {}).items():
-        theirs = checked.get(level, {})
+        theirs = checked.get(level)
         for key in COMPARED:
-            if key in theirs and theirs[key] != result.get(key):
-                differences.append(f"{level} {key}: Spark {result.get(key)}, checker {theirs[key]}")
+            counted = None if theirs is None else theirs.count(key)
+            if counted is not None and counted != result.get(key):
+                differences.append(f"{level} {key}: Spark {result.get(key)}, checker {counted}")
     return differences
 
 
@@ -185,7 +188,7 @@ def render(meta: dict[str, Any], version: float, metrics: dict[str, Any]) -> Non
         st.info(f"{room_reason(reason)} Spark's batch job read Kafka after the run instead.")
     results = ordered_results(metrics, meta.get("levels"))
     try:
-        checked = shared_result(meta["run_id"])["results"]
+        checked = shared_judged(meta["run_id"])
     except LabError:
         checked = {}
     differences = agreement(metrics, checked)
@@ -233,18 +236,19 @@ def render(meta: dict[str, Any], version: float, metrics: dict[str, Any]) -> Non
             # The Failure lab's table: anomalies first, times in seconds since the level started.
             render_verdicts(
                 verdicts.get(level) or [],
-                results[level],
+                results[level].get("started_at"),
                 key=f"metrics_verdicts_{meta['run_id']}_{level}",
             )
         else:
-            render_verdict_pages(meta["run_id"], level, results[level])
+            render_verdict_pages(meta["run_id"], level, results[level].get("started_at"))
 
 
 VERDICT_PAGE_SIZE = 1_000
 
 
-def render_verdict_pages(run_id: str, level: str, result: dict[str, Any]) -> None:
-    """A big run's table, a page at a time from its Parquet copy (never loaded whole)."""
+def render_verdict_pages(run_id: str, level: str, start: float | None) -> None:
+    """A big run's table, a page at a time from its Parquet copy (never loaded whole); its
+    moments in seconds since `start`, when the level started."""
     try:
         kinds = verdict_kinds(run_id, level)
     except LabError as exc:
@@ -268,7 +272,7 @@ def render_verdict_pages(run_id: str, level: str, result: dict[str, Any]) -> Non
         f"({pages:,} pages of {VERDICT_PAGE_SIZE:,}). The table has one row per message, so "
         "Spark wrote it to Parquet beside the run; each page is read from there."
     )
-    shown = verdicts_in_words(readable_verdicts(page.rows, result))
+    shown = verdicts_in_words(readable_verdicts(page.rows, start))
     room_table(shown, hide_index=True, width="stretch")
 
 

@@ -77,9 +77,11 @@ try:
 except LabError as exc:
     show_error(exc)
     st.stop()
+# The history's events are free-form JSON (each kind of event its own fields); the level's
+# judged result is typed.
 history: list[dict[str, Any]] = run.levels[LEVEL].history
-result = run.results[LEVEL]
-start = result.get("started_at") or history[0]["t"]
+result = run.levels_judged[LEVEL]
+start = result.settings.started_at or history[0]["t"]
 
 
 def instance_label(proc: str) -> str:
@@ -96,12 +98,12 @@ left.metric("transactional.id", "shared by both", help=txn_id)
 mid.metric("Registrations", len(inits), help="init_transactions calls: each bumps the epoch")
 writes.metric(
     "Writes refused (epoch)",
-    result.get("writes_refused", 0),
+    result.counts.writes_refused,
     help="Produce requests a partition leader refused for their out-of-date producer epoch",
 )
 calls.metric(
     "Transaction calls refused",
-    result.get("txn_calls_refused", 0),
+    result.counts.txn_calls_refused,
     help="calls of the zombie's transaction (adding offsets or partitions, ending it) that "
     "the transaction coordinator refused for its out-of-date epoch",
 )
@@ -167,11 +169,11 @@ if cluster is None or not cluster.supports_broker_faults:
     st.stop()
 
 try:
-    dump = dump_log(cluster, result["sink_topic"], 0)
+    dump = dump_log(cluster, result.settings.sink_topic, 0)
 except TopicGoneError:
     # A run recorded on an earlier cluster: its topics went with it, its record did not.
     st.info(
-        f"The topic `{result['sink_topic']}` is not on the running cluster: the batches went "
+        f"The topic `{result.settings.sink_topic}` is not on the running cluster: the batches went "
         "with the cluster this run was made on. The history above comes from the run's record.",
         icon="🗂️",
     )

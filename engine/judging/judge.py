@@ -10,7 +10,7 @@ Because it needs nothing but its three inputs, a recorded run can be judged agai
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import MISSING, asdict, dataclass, field, fields
 from typing import Any
 
 from engine.judging.checker import LevelCounts, Verdict, check
@@ -136,6 +136,20 @@ class UncommittedReader:
     read_uncommitted_aborted: int
 
 
+# The checker's counts by name (its latency summary is no count).
+COUNT_NAMES = frozenset(f.name for f in fields(LevelCounts) if f.name != "latency_ms")
+# The counts of a result's optional parts, by name.
+EFFECT_COUNT_NAMES = frozenset(("effects", "effect_ids", "duplicates_absorbed"))
+UNCOMMITTED_COUNT_NAMES = frozenset(f.name for f in fields(UncommittedReader))
+# A result's fields that joined result.json after its first runs: the counts with a default,
+# and the explanation. A recorded result without one of them still reads back
+# (LevelResult.not_recorded).
+RECORDED_SINCE = (
+    *(f.name for f in fields(LevelCounts) if f.default is not MISSING),
+    "explain",
+)
+
+
 @dataclass
 class LevelResult:
     """One level's judged result: `engine run --json`'s per-level object, typed."""
@@ -148,10 +162,28 @@ class LevelResult:
     open_transactions: dict[int, tuple[int, int]] = field(default_factory=dict)
     effects: Effects | None = None
     uncommitted_reader: UncommittedReader | None = None
+    # The fields (of RECORDED_SINCE) a recorded result did not hold, as it was recorded before
+    # they existed: read back with their defaults (a count's 0), left out again by to_json, so
+    # an old result.json reads back as it was, and a page tells "not counted then" from 0.
+    # Empty for every result the judge makes.
+    not_recorded: frozenset[str] = frozenset()
+
+    def count(self, name: str) -> int | None:
+        """A count by its name in result.json (the names a scenario's `teaches` uses): the
+        checker's, the database's (idempotency-key) or the read_uncommitted reader's; None
+        when this result has no such count (a level without a database, a run recorded before
+        it was counted, a name that is no count)."""
+        if name in COUNT_NAMES:
+            return None if name in self.not_recorded else getattr(self.counts, name)
+        if self.effects is not None and name in EFFECT_COUNT_NAMES:
+            return getattr(self.effects, name)
+        if self.uncommitted_reader is not None and name in UNCOMMITTED_COUNT_NAMES:
+            return getattr(self.uncommitted_reader, name)
+        return None
 
     def to_json(self) -> dict[str, Any]:
         s = self.settings
-        return {
+        data = {
             "label": s.label,
             "sink_topic": s.sink_topic,
             "isolation": self.isolation,
@@ -166,6 +198,9 @@ class LevelResult:
             "open_transactions": {str(p): list(e) for p, e in self.open_transactions.items()},
             "explain": self.explanation.to_json(),
         }
+        for name in self.not_recorded:
+            data.pop(name, None)
+        return data
 
     @classmethod
     def from_json(cls, level: str, data: dict[str, Any]) -> LevelResult:
@@ -209,6 +244,7 @@ class LevelResult:
             )
             if data.get("read_uncommitted_duplicates") is not None
             else None,
+            not_recorded=frozenset(name for name in RECORDED_SINCE if name not in data),
         )
 
 

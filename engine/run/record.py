@@ -26,6 +26,7 @@ import shutil
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
 
@@ -245,11 +246,28 @@ class RecordedLevel:
     history: list[dict[str, Any]]
 
 
+def judged_levels(result: dict[str, Any]) -> dict[str, LevelResult]:
+    """Each level's result in an `engine run --json` object (result.json), typed, in its
+    order; CorruptRunError if one cannot be read back."""
+    try:
+        return {
+            level: LevelResult.from_json(level, data)
+            for level, data in (result.get("results") or {}).items()
+        }
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
+        raise CorruptRunError(
+            f"The result of run '{result.get('run_id', '?')}' is damaged "
+            f"({type(exc).__name__}: {exc}); other runs are fine. Delete its folder, or run "
+            "the scenario again."
+        ) from exc
+
+
 @dataclass(frozen=True)
 class RecordedRun:
     """A recorded run as the pages and tests read it (load_run): run.json's meta, the
     result (`engine run --json`'s object), each judged level, the scenario as it was run
-    and config.json (empty when unreadable)."""
+    and config.json (empty when unreadable). The pages draw each level's result from
+    `levels_judged`, typed; `results` is the same as result.json holds it."""
 
     meta: dict[str, Any]
     result: dict[str, Any]
@@ -263,8 +281,13 @@ class RecordedRun:
 
     @property
     def results(self) -> dict[str, Any]:
-        """Each level's judged counts, by level."""
+        """Each level's judged result as result.json holds it (JSON), by level."""
         return self.result.get("results") or {}
+
+    @cached_property
+    def levels_judged(self) -> dict[str, LevelResult]:
+        """Each level's judged result, typed (read once), by level in result.json's order."""
+        return judged_levels(self.result)
 
     @property
     def kafka_version(self) -> str | None:
@@ -299,7 +322,9 @@ def load_run(run_id: str) -> RecordedRun:
             f"The run folder {folder} is damaged ({type(exc).__name__}: {exc}); other runs are "
             "fine. Delete that folder, or run the scenario again."
         ) from exc
-    return RecordedRun(meta, result, levels, scenario_text, _read_config(folder))
+    run = RecordedRun(meta, result, levels, scenario_text, _read_config(folder))
+    _ = run.levels_judged  # read now: a level's damaged result is said here, not on a page
+    return run
 
 
 def _stamp(path: Path) -> float | None:
@@ -366,6 +391,11 @@ def load_result(run_id: str) -> dict[str, Any]:
         return json.loads(path.read_text()) if path.exists() else {"results": {}}
     except (OSError, json.JSONDecodeError) as exc:
         raise CorruptRunError(f"The run file {path} is damaged ({exc}).") from exc
+
+
+def load_judged(run_id: str) -> dict[str, LevelResult]:
+    """The run's result.json alone, each level's result typed; {} before the run ends."""
+    return judged_levels(load_result(run_id))
 
 
 def save_metrics(run_id: str, output: dict[str, Any], *, source: str) -> None:

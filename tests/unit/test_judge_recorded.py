@@ -73,6 +73,46 @@ def test_a_recorded_result_reads_back_into_its_types(kept: tuple[str, str]) -> N
     assert typed.to_json() == then
 
 
+# Every level of every recorded run's result (tests/data/recorded/NAME.json), judged again or not.
+EVERY_RECORDED_LEVEL = [
+    (path.stem, level)
+    for path in sorted(RECORDED.glob("*.json"))
+    for level in json.loads(path.read_text())["results"]
+]
+
+
+@pytest.mark.parametrize(
+    "recorded", EVERY_RECORDED_LEVEL, ids=["/".join(k) for k in EVERY_RECORDED_LEVEL]
+)
+def test_every_recorded_result_reads_back_into_its_types_and_out_the_same(
+    recorded: tuple[str, str],
+) -> None:
+    """Runs recorded before a count existed (never_sent, not_processed) read back too, with
+    the count's default, and are written back without it, as they were."""
+    name, level = recorded
+    then = recorded_result(name, level)
+    typed = LevelResult.from_json(level, then)
+    assert typed.to_json() == then
+    assert typed.not_recorded == {f for f in ("never_sent", "not_processed") if f not in then}
+    for field in COUNT_FIELDS:  # each count the pages read by name, as recorded
+        assert typed.count(field) == then.get(field), field
+    assert typed.count("effects") == then.get("effects")
+    assert typed.count("read_uncommitted_duplicates") == then.get("read_uncommitted_duplicates")
+    assert typed.settings.label == then["label"]
+    assert typed.settings.sink_topic == then["sink_topic"]
+    assert typed.settings.started_at == then["started_at"]
+    assert typed.explanation.to_json() == then["explain"]
+    assert typed.faults == then["faults"]
+
+
+def test_a_judged_result_records_every_field() -> None:
+    name, level = LEVELS_KEPT[0]
+    history, read, settings = record.load_judged_inputs(RECORDED / name / level)
+    result = judge(history, read, settings).result
+    assert result.not_recorded == frozenset()
+    assert set(COUNT_FIELDS) <= set(result.to_json())
+
+
 TEACHES = [
     (name, level, field, bound)
     for name in JUDGED_AGAIN

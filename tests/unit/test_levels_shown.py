@@ -27,6 +27,7 @@ def test_each_client_spec_carries_the_settings_the_page_shows(name, tmp_path):
 
 def test_a_level_that_runs_as_something_else_is_labelled_so(tmp_path):
     """aborted-transaction makes every producer transactional: at-least-once is a reader."""
+    from engine.face import LevelResult
     from pages._run_view import level_heading
 
     scenario = load_scenario(REPO_ROOT / "scenarios" / "aborted-transaction.yaml")
@@ -39,10 +40,13 @@ def test_a_level_that_runs_as_something_else_is_labelled_so(tmp_path):
         "at-least-once": "a read_uncommitted reader of a transactional producer",
         "exactly-once": None,
     }
-    result = {"label": labels["at-least-once"]}
+    counts = {k: 0 for k in ("sent", "acked", "delivered", "duplicates", "lost", "reordered")}
+    recorded = {**counts, "aborted_visible": 0, "latency_ms": {}}
+    result = LevelResult.from_json("at-least-once", {**recorded, "label": labels["at-least-once"]})
     assert level_heading("at-least-once", result) == (
         "at-least-once: a read_uncommitted reader of a transactional producer"
     )
-    assert level_heading("exactly-once", {"label": None}) == "exactly-once"
+    unlabelled = LevelResult.from_json("exactly-once", {**recorded, "label": None})
+    assert level_heading("exactly-once", unlabelled) == "exactly-once"
     other = load_scenario(REPO_ROOT / "scenarios" / "ack-loss.yaml")
     assert LevelRun(other, LEVELS["at-least-once"], cluster, "r", tmp_path).label() is None

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import pandas as pd
 import plotly.graph_objects as go
 
+from engine.face import LevelResult
 from pages._presenter import ROOM_PX, room_sized
 from pages._run_view import (
     LABEL_ROW_PX,
@@ -26,13 +28,29 @@ from pages._run_view import (
 )
 
 CLEAN = {"duplicates": 0, "lost": 0, "reordered": 0, "aborted_visible": 0}
+# The counts every result.json holds, for a result made up here.
+REQUIRED = {**CLEAN, "sent": 0, "acked": 0, "delivered": 0, "latency_ms": {}}
+
+
+def judged(data: dict[str, Any], level: str = "at-least-once") -> LevelResult:
+    """A level's result as a run's result.json would hold `data` (its other counts 0), read
+    back into its type as the pages get it (RecordedRun.levels_judged)."""
+    return LevelResult.from_json(level, {**REQUIRED, **data})
 
 
 def test_the_level_to_inspect_is_the_first_where_the_failure_shows():
-    results = {"at-most-once": CLEAN, "at-least-once": {**CLEAN, "duplicates": 5}}
+    results = {"at-most-once": judged(CLEAN), "at-least-once": judged({"duplicates": 5})}
     assert failing_level(results) == 1
-    assert failing_level({"a": CLEAN, "b": {**CLEAN, "aborted_visible": 1}}) == 1
-    assert failing_level({"a": CLEAN, "b": CLEAN}) == 0
+    assert failing_level({"a": judged(CLEAN), "b": judged({"aborted_visible": 1})}) == 1
+    assert failing_level({"a": judged(CLEAN), "b": judged(CLEAN)}) == 0
+
+
+def test_spark_levels_open_on_the_same_failing_level_from_their_json():
+    from pages._metrics_view import failing_level as spark_failing_level
+
+    spark = {"a": {**CLEAN, "messages": 10}, "b": {**CLEAN, "lost": 2}, "c": {"lost": None}}
+    assert spark_failing_level(spark) == 1
+    assert spark_failing_level({"a": {}, "b": {"reordered": 0}}) == 0
 
 
 def test_the_verdict_table_opens_on_the_anomalies_when_there_are_any():
@@ -58,7 +76,7 @@ def test_verdict_times_are_seconds_since_the_level_started():
             }
         ]
     )
-    table = readable_verdicts(rows, {"started_at": 1000.0})
+    table = readable_verdicts(rows, 1000.0)
     assert table.loc[0, "sent (s)"] == 0.25
     assert table.loc[0, "acked (s)"] == 0.5
     assert pd.isna(table.loc[0, "first seen (s)"])
@@ -132,13 +150,9 @@ def test_batches_are_labelled_once_per_copy_and_run_of_ids():
 
 
 def test_the_timeline_tells_instances_apart_and_keeps_fault_labels_apart():
-    result = {
-        "started_at": 10.0,
-        "faults": [
-            {"t": 11.15, "kind": "crash", "target": "processor", "point": "after commit_gap #2"},
-            {"t": 11.16, "kind": "kill-leader", "node": 1},
-        ],
-    }
+    crash = {"t": 11.15, "kind": "crash", "target": "processor", "point": "after commit_gap #2"}
+    kill = {"t": 11.16, "kind": "kill-leader", "node": 1}
+    result = judged({"started_at": 10.0, "faults": [crash, kill]})
     figure = timeline_figure(history(), result, VERDICTS)
     names = {trace.name: trace for trace in figure.data}
     assert "output written by processor" in names
@@ -184,7 +198,7 @@ def overlaps(boxes: list[tuple[float, float, float]]) -> int:
     )
 
 
-def isr_shrink_like_result(start: float = 100.0) -> dict:
+def isr_shrink_like_result(start: float = 100.0) -> LevelResult:
     """The busiest timeline: a follower frozen, the ISR shrinks, and the producer's writes are
     refused sixty times (NOT_ENOUGH_REPLICAS) before the follower is back; then a leader kill."""
     faults = [
@@ -208,7 +222,7 @@ def isr_shrink_like_result(start: float = 100.0) -> dict:
         {"t": start + 16.0, "kind": "kill-leader", "node": 1},
         {"t": start + 16.05, "kind": "node-stopped", "node": 1},
     ]
-    return {"started_at": start, "faults": faults}
+    return judged({"started_at": start, "faults": faults})
 
 
 def test_sixty_refused_writes_fold_into_one_band_and_no_label_overlaps_another():
@@ -226,19 +240,22 @@ def test_sixty_refused_writes_fold_into_one_band_and_no_label_overlaps_another()
     assert "too few in-sync replicas" in refused[0]
     assert overlaps(label_boxes(figure)) == 0
     # Every fault is said: on the chart, or in the line below it.
-    assert len(texts) + len(unlabelled) == len(fold_bands(fault_bands(result, 100.0)))
+    assert len(texts) + len(unlabelled) == len(fold_bands(fault_bands(result.faults, 100.0)))
     assert not any("[" in t or "None" in t for t in texts)  # no raw lists, no None
     # The labels sit above the data: the plot area starts below the rows they use.
     assert figure.layout.margin.t >= 20 + LABEL_ROW_PX
 
 
 def test_labels_that_cannot_fit_are_left_for_the_line_below_not_drawn_over_each_other():
-    crowded = {
-        "started_at": 0.0,
-        "faults": [
-            {"t": 1.0 + i * 0.01, "kind": "kill-node", "node": i, "leader": 9} for i in range(12)
-        ],
-    }
+    crowded = judged(
+        {
+            "started_at": 0.0,
+            "faults": [
+                {"t": 1.0 + i * 0.01, "kind": "kill-node", "node": i, "leader": 9}
+                for i in range(12)
+            ],
+        }
+    )
     figure, unlabelled = timeline([], crowded, [])
     assert overlaps(label_boxes(figure)) == 0
     assert unlabelled  # twelve long labels in 0.1 s: some are said below the chart
@@ -275,7 +292,7 @@ def test_the_verdict_table_shows_no_none_cell():
             },
         ]
     )
-    shown = verdicts_in_words(readable_verdicts(rows, {"started_at": 1000.0}))
+    shown = verdicts_in_words(readable_verdicts(rows, 1000.0))
     cells = [str(v) for v in shown.to_numpy().ravel()]
     assert not any(c in ("None", "nan", "NaN", "<NA>", "[]") for c in cells), cells
     lost, duplicated = shown.to_dict("records")
@@ -356,7 +373,7 @@ def test_a_card_shows_every_count_its_sentence_cites():
     for name, level, result in recorded_level_results():
         headline = (result.get("explain") or {}).get("headline") or ""
         teaches = load_scenario(list_scenarios()[name]).teaches if name in list_scenarios() else {}
-        shown = teaching_counts(level, result, teaches)
+        shown = teaching_counts(level, LevelResult.from_json(level, result), teaches)
         for words, key in CITED_WORDS.items():
             if words in headline:
                 assert key in shown, (name, level, headline, shown)
@@ -368,12 +385,12 @@ def test_a_count_the_sentence_cites_joins_the_taught_ones_only_when_not_zero():
     from pages._run_view import teaching_counts
 
     result = {**CLEAN, "delivered": 30, "reordered": 5, "never_sent": 0}
-    assert teaching_counts("at-most-once", result, {"at-most-once": {"lost": "0"}}) == [
+    assert teaching_counts("at-most-once", judged(result), {"at-most-once": {"lost": "0"}}) == [
         "delivered",
         "lost",
         "reordered",
     ]
-    assert teaching_counts("at-most-once", {**result, "reordered": 0}, {}) == [
+    assert teaching_counts("at-most-once", judged({**result, "reordered": 0}), {}) == [
         "delivered",
         "duplicates",
         "lost",
@@ -392,7 +409,10 @@ def test_a_zombie_card_names_what_was_refused_and_no_write_when_none_was():
     recorded = Path(__file__).parent.parent / "data" / "recorded" / "zombie.json"
     results = json.loads(recorded.read_text())["results"]
     teaches = load_scenario(list_scenarios()["zombie"]).teaches
-    shown = {level: teaching_counts(level, r, teaches) for level, r in results.items()}
+    shown = {
+        level: teaching_counts(level, LevelResult.from_json(level, r), teaches)
+        for level, r in results.items()
+    }
     assert "commits_refused" in shown["at-least-once"]
     assert "txn_calls_refused" in shown["exactly-once"]
     assert not any("writes_refused" in keys or "fenced" in keys for keys in shown.values())
@@ -423,7 +443,7 @@ def test_the_projectors_timeline_is_drawn_in_its_type_with_labels_still_apart():
     texts = [a.text for a in figure.layout.annotations if a.yref and "domain" in a.yref]
     assert texts and not any("<span" in t or "NOT_ENOUGH_REPLICAS" in t for t in texts), texts
     assert overlaps(label_boxes(figure, type_px=ROOM_PX)) == 0
-    assert len(texts) + len(unlabelled) == len(fold_bands(fault_bands(result, 100.0)))
+    assert len(texts) + len(unlabelled) == len(fold_bands(fault_bands(result.faults, 100.0)))
     desk, _ = timeline(events, result, [])
     assert min(figure_font_sizes(desk)) < ROOM_PX  # the engineer's screen keeps its type
 
@@ -465,17 +485,15 @@ def test_a_lasting_fault_is_one_band_until_the_record_that_ends_it(monkeypatch):
             return f"node {event['node']} on a slow disk", "fsync 2 s"
 
     monkeypatch.setitem(KINDS, "slow-disk", SlowDisk())
-    result = {
-        "faults": [
-            {"t": 11.0, "kind": "pause", "target": "processor", "signal": "SIGSTOP"},
-            {"t": 12.0, "kind": "slow-disk", "target": "2", "node": 2},
-            {"t": 13.5, "kind": "resume", "target": "processor"},
-            {"t": 15.0, "kind": "disk-healed", "target": "2"},
-            {"t": 16.0, "kind": "pause", "target": "sink", "signal": "SIGSTOP"},  # never woken
-        ]
-    }
+    faults = [
+        {"t": 11.0, "kind": "pause", "target": "processor", "signal": "SIGSTOP"},
+        {"t": 12.0, "kind": "slow-disk", "target": "2", "node": 2},
+        {"t": 13.5, "kind": "resume", "target": "processor"},
+        {"t": 15.0, "kind": "disk-healed", "target": "2"},
+        {"t": 16.0, "kind": "pause", "target": "sink", "signal": "SIGSTOP"},  # never woken
+    ]
     bands = {
-        (b["label"], b["raw"]): (b["x0"], b["x1"], b["colour"]) for b in fault_bands(result, 10.0)
+        (b["label"], b["raw"]): (b["x0"], b["x1"], b["colour"]) for b in fault_bands(faults, 10.0)
     }
     assert bands == {
         ("processor frozen", "SIGSTOP"): (1.0, 3.5, KINDS["pause"].colour),
