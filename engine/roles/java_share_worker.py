@@ -1,6 +1,6 @@
 """The share-group worker on the Java client (KafkaShareConsumer):
 java/.../lab/share/JavaShareWorker.java, the twin of engine/roles/share_worker.py (the same
-spec and events). Started by hand for now (tests/integration/test_share_groups.py): no level
+spec and events). Started by a share group's crew (engine/run/queue_crew.py): no level
 plays a share group yet (issue 64)."""
 
 from __future__ import annotations

@@ -61,7 +61,9 @@ class Role:
     # A module under engine.roles (a Python role), or a main class in java/ (a Java role).
     entry: str
     java: bool
-    part: Part  # which part of a level it plays ("worker": started by hand, no level yet)
+    # Which part of a level it plays ("worker": a share crew's, engine/run/queue_crew.py; no
+    # level plays one yet).
+    part: Part
     events: frozenset[Event]  # what it writes to its history, besides COMMON_EVENTS
     spec_model: type[RoleSpec]  # what it is told at its start (engine/roles/specs.py)
     about: str  # one line: what it is

@@ -12,7 +12,11 @@ Measured here, each against its contrast:
   (5 by default) and then archived: no worker sees it again and no one is told;
 - a worker slower than its record's lock loses the record to another worker while it still
   works, and both write its output; on the Java client, RENEW (KIP-1222) keeps it, and
-  librdkafka 2.16 has no RENEW.
+  librdkafka 2.16 has no RENEW;
+- two workers on one partition write its records out of the input's order (and out of a
+  key's order), where a consumer group's one member keeps it.
+
+The workers are the engine's share crew (engine/run/queue_crew.py).
 
 Each case runs on both clients at the same time, each on its own topic and group
 (`on_both_clients`): the cases mostly wait on Kafka, so together they take the time of one.
@@ -32,34 +36,27 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 from confluent_kafka import AcknowledgeType, Producer
-from confluent_kafka.admin import (
-    AlterConfigOpType,
-    ConfigEntry,
-    ConfigResource,
-    ResourceType,
-)
 
 from engine.base import paths, settings
 from engine.base.tools import find_java
 from engine.cluster.embedded import log_stamp
-from engine.judging.queues import QueueCounts, check_queue
+from engine.judging.queues import QueueCounts
 from engine.kafka import jars
-from engine.kafka.admin import admin_client, create_topic
-from engine.model.history import merge, read_jsonl
+from engine.kafka.admin import create_topic
 from engine.model.records import StoredRecord
 from engine.proc.failpoints import FailPoint, wait_stopped
-from engine.proc.processes import RoleProcess
+from engine.run.queue_crew import ShareCrew, set_group_configs
 from tests.kafkatools import kcat_records, kcat_values, unique
 
 pytestmark = pytest.mark.timeout(600)
 
 LIBRDKAFKA, JAVA = "librdkafka", "java"
-JAVA_WORKER = "lab.share.JavaShareWorker"
 OLDER = "4.1.2"  # the last release before share groups were on by default (4.2)
 RECORDS = 10
 LOCK_S = 15  # the frozen and slow workers' record lock: group.share.min.record.lock.duration.ms
@@ -75,18 +72,7 @@ def produce_ids(bootstrap: str, topic: str, ids: range) -> None:
 def read_from_the_start(bootstrap: str, group: str, more: dict[str, str] | None = None) -> None:
     """A share group starts at the log's end unless its group config says otherwise; `more`
     sets other group configs too (by their names, as Kafka spells them)."""
-    configs = {"share.auto.offset.reset": "earliest", **(more or {})}
-    resource = ConfigResource(
-        ResourceType.GROUP,
-        group,
-        incremental_configs=[
-            ConfigEntry(name, value, incremental_operation=AlterConfigOpType.SET)
-            for name, value in configs.items()
-        ],
-    )
-    admin = admin_client(bootstrap)  # held until the answer: a dropped client ends its calls
-    for future in admin.incremental_alter_configs([resource]).values():
-        future.result(30)
+    set_group_configs(bootstrap, group, {"share.auto.offset.reset": "earliest", **(more or {})})
 
 
 def kafka_tool(version: str, main_class: str, *args: str) -> subprocess.CompletedProcess:
@@ -175,70 +161,23 @@ def broker_says(cluster, since: float, *fragments: str) -> list[str]:
     ]
 
 
-class Workers:
-    """Share workers started on the lab's leash, each with its own history."""
+@dataclass
+class Workers(ShareCrew):
+    """The engine's crew (engine/run/queue_crew.py), with the cluster whose broker log a test
+    reads, and its judgement over the outputs as kcat reads them."""
 
-    def __init__(
-        self, folder: Path, bootstrap: str, topic: str, group: str, client: str = LIBRDKAFKA
-    ) -> None:
-        self.folder, self.bootstrap, self.topic, self.group = folder, bootstrap, topic, group
-        self.client = client
-        self.cluster: Any = None  # the cluster, where a test reads its broker's log
-        self.output = f"{topic}-out"
-        self.started: list[RoleProcess] = []
-
-    def start(self, name: str, **spec: object) -> RoleProcess:
-        history = self.folder / f"{name}.jsonl"
-        java = self.client == JAVA
-        process = RoleProcess(
-            name=name,
-            role=JAVA_WORKER if java else "share_worker",
-            java=java,
-            history=history,
-            spec={
-                "bootstrap": self.bootstrap,
-                "group": self.group,
-                "name": name,
-                "input": self.topic,
-                "output": self.output,
-                "history": str(history),
-                "idle_after_s": 3,
-                **spec,
-            },
-        ).start(self.folder)
-        self.started.append(process)
-        return process
-
-    def events(self, process: RoleProcess, ev: str | None = None) -> list[dict]:
-        if not process.history.exists():
-            return []
-        return [e for e in read_jsonl(process.history) if ev is None or e["ev"] == ev]
-
-    def wait_for(self, process: RoleProcess, ev: str, count: int = 1, timeout: float = 90.0):
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if len(self.events(process, ev)) >= count:
-                return self.events(process, ev)
-            assert process.alive(), f"{process.name} ended: {process.log_path.read_text()[-2000:]}"
-            time.sleep(0.2)
-        raise AssertionError(
-            f"{process.name}: no {count} x {ev} in {timeout}s: {self.events(process)[-10:]}"
-        )
+    cluster: Any = None
 
     def judged(self) -> QueueCounts:
-        """The queue checker's counts from every worker's history and the output topic as
-        kcat reads it (engine/judging/queues.py)."""
-        history = merge([p.history for p in self.started if p.history.exists()])
+        """The queue checker's counts, over the output topic as kcat reads it; the engine's
+        own reading of it (what a queue level is judged on) must be the same records."""
         outputs = [
             StoredRecord(partition, offset, json.loads(value)["id"])
             for partition, offset, value in kcat_records(self.bootstrap, self.output)
         ]
-        return check_queue(sent_ids=range(RECORDS), history=history, outputs=outputs)[1]
-
-    def stop_all(self) -> None:
-        for process in self.started:
-            if process.alive():
-                process.stop()
+        engine = [(r.partition, r.offset, r.id) for r in self.outputs()]
+        assert engine == [(r.partition, r.offset, r.id) for r in outputs], (engine, outputs)
+        return self.judge(range(RECORDS), outputs=outputs)[1]
 
 
 def new_crew(cluster, folder: Path, client: str) -> Workers:
@@ -250,9 +189,7 @@ def new_crew(cluster, folder: Path, client: str) -> Workers:
     create_topic(bootstrap, f"{topic}-out")
     read_from_the_start(bootstrap, group)
     folder.mkdir()
-    crew = Workers(folder, bootstrap, topic, group, client)
-    crew.cluster = cluster
-    return crew
+    return Workers(folder, bootstrap, topic, group, client, cluster=cluster)
 
 
 @pytest.fixture
@@ -582,3 +519,142 @@ def test_a_worker_slower_than_the_lock_loses_its_record_and_renew_keeps_it(clust
     worker = refused.start("worker", renew_every_ms=5_000)
     assert worker.popen is not None and worker.popen.wait(60) != 0
     assert "has no RENEW" in worker.log_path.read_text()
+
+
+ORDER_SLOW_MS = 6_000  # the slow worker's processing of its one early record
+
+
+def output_order(bootstrap: str, topic: str) -> list[int]:
+    """The ids in the output topic's one partition, in offset order, as kcat reads them."""
+    return [json.loads(value)["id"] for _, _, value in sorted(kcat_records(bootstrap, topic))]
+
+
+def wait_for_outputs(bootstrap: str, topic: str, timeout: float) -> list[int]:
+    """The output order once RECORDS outputs are there (or `timeout` has passed)."""
+    deadline = time.monotonic() + timeout
+    while len(order := output_order(bootstrap, topic)) < RECORDS and time.monotonic() < deadline:
+        time.sleep(0.5)
+    return order
+
+
+def out_of_key_order(order: list[int]) -> dict[int, list[int]]:
+    """Each key (id % 2, as produce_keyed_ids keys them) whose outputs are not in its input's
+    order, with that order."""
+    by_key = {key: [i for i in order if i % 2 == key] for key in (0, 1)}
+    return {key: ids for key, ids in by_key.items() if ids != sorted(ids)}
+
+
+def _workers_sharing_the_partition_write_out_of_order(workers: Workers) -> None:
+    slow = workers.start("worker-slow", work_ms=ORDER_SLOW_MS)
+    workers.wait_for(slow, "subscribed")
+    produce_ids(workers.bootstrap, workers.topic, range(1))
+    workers.wait_for(slow, "delivered")  # it holds record 0 for ORDER_SLOW_MS
+    quick = workers.start("worker-quick")
+    workers.wait_for(quick, "subscribed")
+    produce_ids(workers.bootstrap, workers.topic, range(1, RECORDS))
+    workers.wait_for(slow, "output_acked", timeout=ORDER_SLOW_MS / 1000 + 60)
+    deadline = time.monotonic() + 60
+    while (
+        time.monotonic() < deadline
+        and len(output_order(workers.bootstrap, workers.output)) < RECORDS
+    ):
+        time.sleep(0.5)
+    order = output_order(workers.bootstrap, workers.output)
+    print(f"{workers.client}: outputs in the order {order}")
+    handed = {p.name: sorted(delivered_ids(workers.events(p))) for p in (slow, quick)}
+    assert handed["worker-slow"][0] == 0 and handed["worker-quick"], handed
+    assert sorted(order) == list(range(RECORDS)), order  # each once: order is all that broke
+    assert order != sorted(order) and order.index(0) > order.index(1), order
+    assert 0 in out_of_key_order(order), order  # key 0's records: 0 came after 2
+    judged = workers.judged()
+    assert judged.out_of_order >= 1 and (judged.once, judged.duplicated) == (RECORDS, 0)
+
+
+def consumer_group_member(
+    bootstrap: str,
+    topic: str,
+    group: str,
+    output: str,
+    stop: threading.Event,
+    assigned: dict[str, list[int]],
+) -> None:
+    """A consumer group's member doing the case's work (ORDER_SLOW_MS over record 0, none
+    over the others): each record's output, then its offset committed. Application code of
+    the test's own, for the contrast."""
+    from confluent_kafka import Consumer
+
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": group,
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+        }
+    )
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all"})
+    name = threading.current_thread().name
+
+    def on_assign(_consumer, partitions) -> None:
+        assigned[name] = [tp.partition for tp in partitions]
+
+    consumer.subscribe([topic], on_assign=on_assign)
+    try:
+        while not stop.is_set():
+            message = consumer.poll(0.5)
+            if message is None or message.error():
+                continue
+            if json.loads(message.value())["id"] == 0:
+                time.sleep(ORDER_SLOW_MS / 1000)
+            producer.produce(output, key=message.key(), value=message.value())
+            assert producer.flush(30) == 0
+            consumer.commit(message, asynchronous=False)
+    finally:
+        consumer.close()
+
+
+def test_workers_sharing_one_partition_write_out_of_order_where_a_consumer_group_keeps_it(
+    crews, cluster1
+):
+    """Two workers share the topic's one partition: one takes 6 s over record 0, the other
+    writes records 1 to 9 meanwhile, so 0's output comes after theirs: the outputs are out of
+    the input's order, and so is key 0's (ids 0, 2, 4, ... by id % 2). A share group makes no
+    promise of order (KIP-932). The contrast, on the same broker: two members of a consumer
+    group doing the same work (6 s over record 0) get the one partition between them as one
+    member's, whose outputs keep the input's order."""
+    on_both_clients(crews, _workers_sharing_the_partition_write_out_of_order)
+
+    bootstrap = cluster1.direct_bootstrap
+    topic, group = unique("ordered"), unique("members")
+    create_topic(bootstrap, topic)
+    create_topic(bootstrap, f"{topic}-out")
+    stop = threading.Event()
+    assigned: dict[str, list[int]] = {}
+    members = [
+        threading.Thread(
+            target=consumer_group_member,
+            args=(bootstrap, topic, group, f"{topic}-out", stop, assigned),
+            name=f"member-{n}",
+            daemon=True,
+        )
+        for n in range(2)
+    ]
+    for member in members:
+        member.start()
+
+    # Both have joined and the partition is one member's: the records come after, so no
+    # rebalance moves it while a record is worked on (that would be another lesson).
+    def settled() -> bool:
+        held = [p for partitions in list(assigned.values()) for p in partitions]
+        return len(assigned) == 2 and held == [0]
+
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not settled():
+        time.sleep(0.2)
+    assert settled(), assigned
+    produce_ids(bootstrap, topic, range(RECORDS))
+    order = wait_for_outputs(bootstrap, f"{topic}-out", timeout=120)
+    stop.set()
+    for member in members:
+        member.join(30)
+    assert order == list(range(RECORDS)), order
+    assert not out_of_key_order(order)
