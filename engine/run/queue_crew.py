@@ -15,7 +15,7 @@ import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
 
@@ -32,6 +32,8 @@ from engine.roles.registry import Role
 # The two clients' share consumers: librdkafka's ShareConsumer (confluent-kafka 2.16, marked
 # preview) and the Java client's KafkaShareConsumer (kafka-clients at the lab's version).
 WORKER_ROLES: dict[str, Role] = {"librdkafka": share_worker.ROLE, "java": java_share_worker.ROLE}
+# A share group starts at the log's end unless its group config says otherwise.
+FROM_THE_START = {"share.auto.offset.reset": "earliest"}
 
 
 def set_group_configs(bootstrap: str, group: str, configs: Mapping[str, str]) -> None:
@@ -60,6 +62,29 @@ class ShareCrew:
     group: str
     client: str = "librdkafka"
     started: list[RoleProcess] = field(default_factory=list)
+
+    @classmethod
+    def create(
+        cls,
+        bootstrap: str,
+        folder: Path,
+        *,
+        topic: str,
+        group: str,
+        client: str = "librdkafka",
+        group_configs: Mapping[str, str] | None = None,
+        **fields: Any,
+    ) -> Self:
+        """A crew on a fresh topic (and its output topic) whose group reads from the log's
+        start, with `group_configs` besides; `fields`: a subclass's own."""
+        if client not in WORKER_ROLES:
+            raise LabError(f"No share worker on {client!r}: {', '.join(WORKER_ROLES)}.")
+        crew = cls(folder, bootstrap, topic, group, client, **fields)
+        create_topic(bootstrap, crew.topic)
+        create_topic(bootstrap, crew.output)
+        set_group_configs(bootstrap, group, {**FROM_THE_START, **(group_configs or {})})
+        folder.mkdir(parents=True, exist_ok=True)
+        return crew
 
     @property
     def output(self) -> str:
@@ -141,25 +166,3 @@ class ShareCrew:
         for process in self.started:
             if process.alive():
                 process.stop()
-
-
-def new_crew(
-    bootstrap: str,
-    folder: Path,
-    *,
-    topic: str,
-    group: str,
-    client: str = "librdkafka",
-    group_configs: Mapping[str, str] | None = None,
-) -> ShareCrew:
-    """A crew on a fresh topic (and its output topic) whose group reads from the log's start
-    (a share group otherwise starts at its end) with `group_configs` besides."""
-    if client not in WORKER_ROLES:
-        raise LabError(f"No share worker on {client!r}: {', '.join(WORKER_ROLES)}.")
-    create_topic(bootstrap, topic)
-    create_topic(bootstrap, f"{topic}-out")
-    set_group_configs(
-        bootstrap, group, {"share.auto.offset.reset": "earliest", **(group_configs or {})}
-    )
-    folder.mkdir(parents=True, exist_ok=True)
-    return ShareCrew(folder, bootstrap, topic, group, client)

@@ -51,7 +51,7 @@ from engine.kafka import jars
 from engine.kafka.admin import create_topic
 from engine.model.records import StoredRecord
 from engine.proc.failpoints import FailPoint, wait_stopped
-from engine.run.queue_crew import ShareCrew, set_group_configs
+from engine.run.queue_crew import FROM_THE_START, ShareCrew, set_group_configs
 from tests.kafkatools import kcat_records, kcat_values, unique
 
 pytestmark = pytest.mark.timeout(600)
@@ -72,7 +72,7 @@ def produce_ids(bootstrap: str, topic: str, ids: range) -> None:
 def read_from_the_start(bootstrap: str, group: str, more: dict[str, str] | None = None) -> None:
     """A share group starts at the log's end unless its group config says otherwise; `more`
     sets other group configs too (by their names, as Kafka spells them)."""
-    set_group_configs(bootstrap, group, {"share.auto.offset.reset": "earliest", **(more or {})})
+    set_group_configs(bootstrap, group, {**FROM_THE_START, **(more or {})})
 
 
 def kafka_tool(version: str, main_class: str, *args: str) -> subprocess.CompletedProcess:
@@ -182,14 +182,14 @@ class Workers(ShareCrew):
 
 def new_crew(cluster, folder: Path, client: str) -> Workers:
     """Workers of one client on a fresh topic and group that reads from the start."""
-    topic = unique("queue")
-    group = unique("workers")
-    bootstrap = cluster.direct_bootstrap
-    create_topic(bootstrap, topic)
-    create_topic(bootstrap, f"{topic}-out")
-    read_from_the_start(bootstrap, group)
-    folder.mkdir()
-    return Workers(folder, bootstrap, topic, group, client, cluster=cluster)
+    return Workers.create(
+        cluster.direct_bootstrap,
+        folder,
+        topic=unique("queue"),
+        group=unique("workers"),
+        client=client,
+        cluster=cluster,
+    )
 
 
 @pytest.fixture
