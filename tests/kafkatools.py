@@ -99,6 +99,27 @@ def kcat_records(
     return records
 
 
+def kcat_headers(bootstrap: str, topic: str) -> list[tuple[str, dict[str, str]]]:
+    """Read a topic with kcat: each record's (value, headers). kcat prints the headers as
+    `name=value,...`, so a header value holding a comma would read wrong: none here does."""
+    kcat = shutil.which("kcat") or shutil.which("kafkacat")
+    assert kcat, "kcat is installed by `./lab test`; install it to run this test by hand"
+    out = subprocess.run(
+        [kcat, "-C", "-b", bootstrap, "-t", topic, "-o", "beginning", "-e", "-q",
+         "-f", "%h\t%s\n"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )  # fmt: skip
+    records = []
+    for line in out.stdout.splitlines():
+        headers, _, value = line.partition("\t")
+        pairs = [pair.split("=", 1) for pair in headers.split(",") if "=" in pair]
+        records.append((value, dict(pairs)))
+    return records
+
+
 def produce_one_by_one(bootstrap: str, topic: str, values: list[str], conf: dict) -> list[str]:
     """Produce each value and wait for its delivery before the next: one request per value.
 

@@ -104,20 +104,38 @@ def maven_package(
     if repo_local is not None:
         cmd.append(f"-Dmaven.repo.local={repo_local}")
     cmd += ["-o", "package"] if offline else ["package"]
-    try:
-        result = subprocess.run(cmd, capture_output=True, text=True, timeout=900, check=False)
-    except subprocess.TimeoutExpired as exc:
-        raise error(
-            f"Fetching {what} from Maven Central took over 15 minutes. "
-            "Check the network and run `python -m engine setup` again."
-        ) from exc
+    # Online, a failed build is tried once more: a fresh machine's first fetch of a version
+    # failed once in CI (2026-12-03) and passed when run again; a real error fails twice.
+    for attempt in (1, 2):
+        try:
+            result = subprocess.run(cmd, capture_output=True, text=True, timeout=900, check=False)
+        except subprocess.TimeoutExpired as exc:
+            raise error(
+                f"Fetching {what} from Maven Central took over 15 minutes. "
+                "Check the network and run `python -m engine setup` again."
+            ) from exc
+        if result.returncode == 0 or offline or attempt == 2:
+            break
     if result.returncode != 0:
-        tail = " ".join((result.stdout + result.stderr).strip().splitlines()[-3:])
         raise error(
-            f"{what} could not be fetched from Maven Central "
-            f"(mvn exited {result.returncode}: {tail[:400]}). Check the network or the proxy "
-            "settings in ~/.m2/settings.xml, then run `python -m engine setup` again."
+            f"{what} could not be fetched from Maven Central or built "
+            f"(mvn exited {result.returncode}: {maven_errors(result.stdout + result.stderr)}). "
+            "Check the network or the proxy settings in ~/.m2/settings.xml, then run "
+            "`python -m engine setup` again."
         )
+
+
+def maven_errors(output: str, limit: int = 600) -> str:
+    """What Maven said went wrong: its first [ERROR] lines, without the advice it appends
+    ("To see the full stack trace...", "[Help 1]"), or its last lines if it said none."""
+    noise = ("-> [Help", "[Help ", "To see the full", "Re-run Maven", "For more information")
+    errors = [
+        line.replace("[ERROR]", "").strip()
+        for line in output.splitlines()
+        if line.startswith("[ERROR]") and not any(n in line for n in noise)
+    ]
+    said = [e for e in errors if e] or output.strip().splitlines()[-3:]
+    return " ".join(said)[:limit]
 
 
 def maven_into(

@@ -34,6 +34,13 @@ from engine.roles.registry import Role
 WORKER_ROLES: dict[str, Role] = {"librdkafka": share_worker.ROLE, "java": java_share_worker.ROLE}
 # A share group starts at the log's end unless its group config says otherwise.
 FROM_THE_START = {"share.auto.offset.reset": "earliest"}
+# Kafka 4.4's dead-letter topics for share groups (KIP-1191): the broker writes a record it
+# gives up on there, if the group names a topic (`errors.deadletterqueue.topic.name`) whose
+# name carries the broker's prefix (`errors.deadletterqueue.topic.name.prefix`, "dlq." by
+# default) and whose own config allows it (`errors.deadletterqueue.group.enable`). The
+# broker creates none by default (`errors.deadletterqueue.auto.create.topics.enable` false),
+# so the crew creates it. docs/share-groups-api-research.md, section 4.
+DEAD_LETTER_PREFIX = "dlq."
 
 
 def set_group_configs(bootstrap: str, group: str, configs: Mapping[str, str]) -> None:
@@ -62,6 +69,7 @@ class ShareCrew:
     group: str
     client: str = "librdkafka"
     started: list[RoleProcess] = field(default_factory=list)
+    dead_letter_topic: str | None = None  # where the broker writes what it gives up on
 
     @classmethod
     def create(
@@ -73,16 +81,30 @@ class ShareCrew:
         group: str,
         client: str = "librdkafka",
         group_configs: Mapping[str, str] | None = None,
+        dead_letters: bool = False,
         **fields: Any,
     ) -> Self:
         """A crew on a fresh topic (and its output topic) whose group reads from the log's
-        start, with `group_configs` besides; `fields`: a subclass's own."""
+        start, with `group_configs` besides; `dead_letters`: with a dead-letter topic that
+        receives the records the broker gives up on, each with a copy of its key and value
+        (Kafka 4.4, KIP-1191); `fields`: a subclass's own."""
         if client not in WORKER_ROLES:
             raise LabError(f"No share worker on {client!r}: {', '.join(WORKER_ROLES)}.")
         crew = cls(folder, bootstrap, topic, group, client, **fields)
         create_topic(bootstrap, crew.topic)
         create_topic(bootstrap, crew.output)
-        set_group_configs(bootstrap, group, {**FROM_THE_START, **(group_configs or {})})
+        configs = {**FROM_THE_START, **(group_configs or {})}
+        if dead_letters:
+            crew.dead_letter_topic = f"{DEAD_LETTER_PREFIX}{topic}"
+            create_topic(
+                bootstrap,
+                crew.dead_letter_topic,
+                config={"errors.deadletterqueue.group.enable": "true"},
+            )
+            configs["errors.deadletterqueue.topic.name"] = crew.dead_letter_topic
+            # Without it the broker's record carries only headers (where it came from, why).
+            configs["errors.deadletterqueue.copy.record.enable"] = "true"
+        set_group_configs(bootstrap, group, configs)
         folder.mkdir(parents=True, exist_ok=True)
         return crew
 

@@ -16,7 +16,7 @@ from engine.run import record
 from engine.run.runner import run_scenario
 from engine.scenarios.scenario import list_scenarios, load_scenario
 
-pytestmark = pytest.mark.kafka
+pytestmark = [pytest.mark.kafka, pytest.mark.clock_bound]
 
 
 def producer_pids(level: str) -> list[int]:

@@ -9,7 +9,8 @@ Measured here, each against its contrast:
   delivery count raised, and the outputs the dead one wrote before acknowledging are written
   twice (acknowledge after the output); acknowledging first loses the record instead;
 - a record whose processing always fails is handed out `share.delivery.count.limit` times
-  (5 by default) and then archived: no worker sees it again and no one is told;
+  (5 by default) and then archived: no worker sees it again and no one is told; with a
+  dead-letter topic (Kafka 4.4, KIP-1191) the broker writes it there, once, with headers;
 - a worker slower than its record's lock loses the record to another worker while it still
   works, and both write its output; on the Java client, RENEW (KIP-1222) keeps it, and
   librdkafka 2.16 has no RENEW;
@@ -52,9 +53,9 @@ from engine.kafka.admin import create_topic
 from engine.model.records import StoredRecord
 from engine.proc.failpoints import FailPoint, wait_stopped
 from engine.run.queue_crew import FROM_THE_START, ShareCrew, set_group_configs
-from tests.kafkatools import kcat_records, kcat_values, unique
+from tests.kafkatools import kcat_headers, kcat_records, kcat_values, unique
 
-pytestmark = pytest.mark.timeout(600)
+pytestmark = [pytest.mark.timeout(600), pytest.mark.clock_bound]
 
 LIBRDKAFKA, JAVA = "librdkafka", "java"
 OLDER = "4.1.2"  # the last release before share groups were on by default (4.2)
@@ -180,14 +181,16 @@ class Workers(ShareCrew):
         return self.judge(range(RECORDS), outputs=outputs)[1]
 
 
-def new_crew(cluster, folder: Path, client: str) -> Workers:
-    """Workers of one client on a fresh topic and group that reads from the start."""
+def new_crew(cluster, folder: Path, client: str, *, dead_letters: bool = False) -> Workers:
+    """Workers of one client on a fresh topic and group that reads from the start (with a
+    dead-letter topic if asked)."""
     return Workers.create(
         cluster.direct_bootstrap,
         folder,
         topic=unique("queue"),
         group=unique("workers"),
         client=client,
+        dead_letters=dead_letters,
         cluster=cluster,
     )
 
@@ -363,13 +366,34 @@ def _acknowledging_first_loses_what_a_killed_worker_held_acknowledged(workers: W
     assert (judged.once, judged.duplicated, judged.lost, judged.archived) == (9, 0, 1, 0)
 
 
-def test_a_poison_record_is_archived_after_the_delivery_limit(crews):
+def test_a_poison_record_is_archived_after_the_delivery_limit_or_dead_lettered(
+    crews, cluster1, tmp_path
+):
     """Record 5 fails every time and is released: delivered with counts 1 to 5, then never
-    again. The other 9 are written once; the group moves past all 10."""
-    on_both_clients(crews, _a_poison_record_is_archived_after_the_delivery_limit)
+    again. The other 9 are written once; the group moves past all 10. Without a dead-letter
+    topic nothing anywhere holds record 5 any more; with one (Kafka 4.4, KIP-1191) the broker
+    writes it there once, with headers that say where it came from and why. Four crews at
+    once: each client without and with the dead-letter topic."""
+    dead_lettered = {
+        f"{client}, dead-letter topic": new_crew(
+            cluster1, tmp_path / f"{client}-dlq", client, dead_letters=True
+        )
+        for client in crews
+    }
+    try:
+        every = {**crews, **dead_lettered}
+        on_each(every, dict.fromkeys(every, _a_poison_record_is_archived_or_dead_lettered))
+    finally:
+        for crew in dead_lettered.values():
+            crew.stop_all()
 
 
-def _a_poison_record_is_archived_after_the_delivery_limit(workers: Workers) -> None:
+# What the broker's dead-letter record says when the delivery limit is met (KIP-1191; the
+# cause text as kafka.server.share.SharePartition of 4.4.0 words it).
+DELIVERY_LIMIT_MET = "Offset delivery count exceeded the threshold."
+
+
+def _a_poison_record_is_archived_or_dead_lettered(workers: Workers) -> None:
     worker = workers.start("worker", poison_ids=[5])
     workers.wait_for(worker, "subscribed")
     produce_ids(workers.bootstrap, workers.topic, range(RECORDS))
@@ -382,6 +406,29 @@ def _a_poison_record_is_archived_after_the_delivery_limit(workers: Workers) -> N
     assert share_group_lag(workers.bootstrap, workers.group) == 0
     judged = workers.judged()
     assert (judged.once, judged.duplicated, judged.lost, judged.archived) == (9, 0, 0, 1)
+    if workers.dead_letter_topic is None:
+        return
+    # The broker writes the dead letter itself, after the last release: wait for it.
+    deadline = time.monotonic() + 60
+    while not (letters := kcat_headers(workers.bootstrap, workers.dead_letter_topic)):
+        assert time.monotonic() < deadline, "no dead letter in 60 s"
+        time.sleep(0.5)
+    offset_of_5 = next(
+        o for _, o, v in kcat_records(workers.bootstrap, workers.topic) if json.loads(v)["id"] == 5
+    )
+    time.sleep(2)  # a second letter for the same record would be a duplicate: look again
+    letters = kcat_headers(workers.bootstrap, workers.dead_letter_topic)
+    assert len(letters) == 1, letters
+    value, headers = letters[0]
+    assert json.loads(value) == {"id": 5}
+    assert headers == {
+        "__dlq.errors.topic": workers.topic,
+        "__dlq.errors.partition": "0",
+        "__dlq.errors.offset": str(offset_of_5),
+        "__dlq.errors.group": workers.group,
+        "__dlq.errors.delivery.count": "5",
+        "__dlq.errors.message": DELIVERY_LIMIT_MET,
+    }, headers
 
 
 def test_a_frozen_worker_loses_its_records_at_the_lock_and_writes_them_again(crews):

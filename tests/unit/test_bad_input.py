@@ -180,3 +180,28 @@ def test_a_busy_dashboard_port_is_named_before_streamlit_starts():
             engine_cli("preflight", "--port", str(port)),
             f"Port {port} on 127.0.0.1 (the dashboard) is already in use",
         )
+
+
+def test_a_failed_maven_build_is_told_by_its_own_error_lines_not_its_advice():
+    """Maven ends a failure with advice ("[Help 1]", "Re-run Maven..."): the lab's message
+    quotes the lines that say what failed (a compile error here), and Maven's last lines
+    only when it printed no [ERROR] line."""
+    from engine.base.tools import maven_errors
+
+    output = "\n".join(
+        [
+            "[INFO] Scanning for projects...",
+            "[ERROR] COMPILATION ERROR :",
+            "[ERROR] /x/Worker.java:[12,8] cannot find symbol",
+            "[ERROR] Failed to execute goal org.apache.maven.plugins:maven-compiler-plugin",
+            "[ERROR] -> [Help 1]",
+            "[ERROR] To see the full stack trace of the errors, re-run Maven with the -e switch.",
+            "[ERROR] Re-run Maven using the -X switch to enable full debug logging.",
+            "[ERROR] For more information about the errors and possible solutions, please read",
+            "[ERROR] [Help 1] http://cwiki.apache.org/confluence/display/MAVEN/MojoFailureException",
+        ]
+    )
+    said = maven_errors(output)
+    assert said.startswith("COMPILATION ERROR : /x/Worker.java:[12,8] cannot find symbol")
+    assert "Help" not in said and "Re-run" not in said and "For more" not in said
+    assert maven_errors("line 1\nline 2\nline 3\nline 4") == "line 2 line 3 line 4"
