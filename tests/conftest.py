@@ -14,11 +14,6 @@ from pathlib import Path
 import pytest
 
 _SESSION_DIR = Path(tempfile.mkdtemp(prefix="lab-tests-"))
-if os.environ.get("PYTEST_XDIST_WORKER"):
-    # A pytest-xdist worker inherits the folders its controller chose: two workers sharing
-    # them would share clusters by name. Each worker gets its own.
-    os.environ["LAB_STATE_DIR"] = str(_SESSION_DIR / "state")
-    os.environ["LAB_RUNS_DIR"] = str(_SESSION_DIR / "runs")
 os.environ.setdefault("LAB_STATE_DIR", str(_SESSION_DIR / "state"))
 os.environ.setdefault("LAB_RUNS_DIR", str(_SESSION_DIR / "runs"))
 # AppTest runs app.py in this process: only the Metrics page's tests should start Spark.
@@ -92,27 +87,3 @@ def proxy(cluster1):
     control.clear()
     yield control
     control.clear()
-
-
-# The clock_bound files that took longest in the fresh clones' runs (docs/testing.md), which
-# pytest-xdist should hand out first: a long file dealt last keeps one worker busy alone.
-LONGEST_FIRST = (
-    "tests/integration/test_scenarios.py",
-    "tests/integration/test_replication_truths.py",
-    "tests/integration/test_share_groups.py",
-    "tests/integration/test_streams.py",
-    "tests/integration/test_free_play.py",
-)
-
-
-def pytest_collection_modifyitems(config, items) -> None:
-    """Under pytest-xdist (`./lab test`'s first phase), deal the longest files first; the
-    order inside each file stays as written, and every worker sorts the same way."""
-    if not os.environ.get("PYTEST_XDIST_WORKER"):
-        return
-
-    def rank(item) -> int:
-        path = Path(str(item.fspath)).relative_to(Path(str(config.rootpath))).as_posix()
-        return LONGEST_FIRST.index(path) if path in LONGEST_FIRST else len(LONGEST_FIRST)
-
-    items.sort(key=rank)  # stable: the rest keep their collected order

@@ -33,7 +33,7 @@ from engine.model.java_client import JAVA_PRODUCER_MAIN, to_java
 from engine.proc.java_roles import ensure_java_roles
 from engine.proc.processes import RoleProcess
 
-pytestmark = [pytest.mark.kafka, pytest.mark.clock_bound]
+pytestmark = pytest.mark.kafka
 
 MESSAGES = 3
 # Short timeouts so a refused write gives up within the follower's stop; Java wants

@@ -16,7 +16,7 @@ from engine.cluster.embedded import EmbeddedCluster, pid_alive
 from engine.kafka import admin
 from tests.kafkatools import kcat_values, produce_one_by_one, read_all, unique
 
-pytestmark = [pytest.mark.kafka, pytest.mark.clock_bound]
+pytestmark = pytest.mark.kafka
 
 INTERNAL_TOPICS = {"__consumer_offsets", "__transaction_state"}
 

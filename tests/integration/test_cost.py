@@ -23,7 +23,7 @@ from engine.cost.yardsticks import (
     run_yardsticks,
 )
 
-pytestmark = [pytest.mark.kafka, pytest.mark.clock_bound]
+pytestmark = pytest.mark.kafka
 
 
 def count_in_topic(bootstrap: str, topic: str, isolation: str = "read_committed") -> int:

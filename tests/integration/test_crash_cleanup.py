@@ -24,7 +24,7 @@ from engine.base import paths
 from engine.proc.leash import pid_alive
 from engine.run import record
 
-pytestmark = [pytest.mark.kafka, pytest.mark.clock_bound]
+pytestmark = pytest.mark.kafka
 
 APP = str(paths.REPO_ROOT / "app.py")
 GONE_WITHIN_S = 20.0

@@ -16,7 +16,7 @@ from engine.run import record
 from engine.run.runner import run_scenario
 from engine.scenarios.scenario import list_scenarios, load_scenario
 
-pytestmark = [pytest.mark.kafka, pytest.mark.clock_bound]
+pytestmark = pytest.mark.kafka
 
 
 def producer_pids(level: str) -> list[int]:

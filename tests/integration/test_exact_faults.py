@@ -21,7 +21,7 @@ from engine.run.runner import run_scenario
 from engine.scenarios.scenario import list_scenarios, load_scenario
 from tests.kafkatools import kcat_values
 
-pytestmark = [pytest.mark.kafka, pytest.mark.clock_bound]
+pytestmark = pytest.mark.kafka
 
 
 def with_workload(name: str, **workload) -> object:

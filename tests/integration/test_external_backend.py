@@ -15,7 +15,7 @@ from engine.kafka import admin
 from engine.run.runner import run_scenario
 from engine.scenarios.scenario import list_scenarios, load_scenario
 
-pytestmark = [pytest.mark.kafka, pytest.mark.clock_bound]
+pytestmark = pytest.mark.kafka
 
 
 def test_external_cluster_runs_a_scenario_with_real_proxy_faults(cluster1):

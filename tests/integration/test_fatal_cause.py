@@ -18,7 +18,7 @@ from engine.kafka import admin
 from engine.roles.common import FatalErrors
 from tests.kafkatools import unique
 
-pytestmark = [pytest.mark.kafka, pytest.mark.clock_bound]
+pytestmark = pytest.mark.kafka
 
 
 def static_member_and_its_replacement(

@@ -18,7 +18,7 @@ from engine.run import record
 from engine.run.freeplay import FreePlay, FreePlayError, FreePlaySettings, broker_faults_refused
 from engine.teach.live import LevelSnapshot, RunWatch
 
-pytestmark = [pytest.mark.kafka, pytest.mark.clock_bound]
+pytestmark = pytest.mark.kafka
 
 LEVELS = ("at-most-once", "at-least-once", "exactly-once")
 

@@ -9,7 +9,7 @@ from engine.run.runner import run_scenario
 from engine.scenarios.scenario import list_scenarios, load_scenario
 from tests.postgres import PostgresServer
 
-pytestmark = [pytest.mark.kafka, pytest.mark.clock_bound]
+pytestmark = pytest.mark.kafka
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,7 @@ from engine.kafka import admin
 from engine.kafka.reader import open_transactions
 from tests.kafkatools import kcat_values, unique
 
-pytestmark = [pytest.mark.kafka, pytest.mark.clock_bound]
+pytestmark = pytest.mark.kafka
 
 
 def test_an_abandoned_transaction_is_aborted_by_its_coordinator_and_the_judge_waits(cluster1):

@@ -25,7 +25,7 @@ from engine.base import paths, tools
 from engine.kafka import admin, jars
 from tests.kafkatools import kcat_values, unique
 
-pytestmark = [pytest.mark.kafka, pytest.mark.clock_bound]
+pytestmark = pytest.mark.kafka
 
 
 FORMAT = "%o|%k|%s\\n"

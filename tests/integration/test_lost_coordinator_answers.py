@@ -20,7 +20,7 @@ from tests.integration.file_promises import assert_lessons_hold
 from tests.kafkatools import kcat_values
 from tests.metrics.followed import run_judged_three_ways
 
-pytestmark = [pytest.mark.kafka, pytest.mark.clock_bound]
+pytestmark = pytest.mark.kafka
 
 # scenario -> (the proxy's event, where the replacement starts, duplicates)
 LOST_MESSAGE_SCENARIOS = {

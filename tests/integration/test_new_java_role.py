@@ -27,7 +27,7 @@ from engine.run.runner import run_scenario
 from engine.scenarios.scenario import Scenario, list_scenarios, load_scenario
 from tests.kafkatools import kcat_values
 
-pytestmark = [pytest.mark.kafka, pytest.mark.clock_bound]
+pytestmark = pytest.mark.kafka
 
 HERE = Path(__file__).parent / "new_role"
 LEVELS = ["at-least-once", "exactly-once"]

@@ -11,7 +11,7 @@ from confluent_kafka import Producer
 from engine.kafka import admin, quorum
 from tests.kafkatools import read_all, unique
 
-pytestmark = [pytest.mark.kafka, pytest.mark.clock_bound]
+pytestmark = pytest.mark.kafka
 
 
 def wait_for(predicate, timeout: float, interval: float = 0.2):

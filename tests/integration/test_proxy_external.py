@@ -29,7 +29,7 @@ from engine.kafka import admin, jars
 from engine.proxy.control import ProxyControl, read_events
 from tests.kafkatools import kcat_values, produce_one_by_one, read_all, unique
 
-pytestmark = [pytest.mark.kafka, pytest.mark.clock_bound]
+pytestmark = pytest.mark.kafka
 
 REPO = Path(__file__).resolve().parents[2]
 MESSAGES = [f"payment-{i:02d}" for i in range(10)]

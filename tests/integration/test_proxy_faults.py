@@ -17,7 +17,7 @@ from engine.kafka import admin
 from engine.proxy.control import read_events
 from tests.kafkatools import kcat_values, produce_one_by_one, read_all, unique
 
-pytestmark = [pytest.mark.kafka, pytest.mark.clock_bound]
+pytestmark = pytest.mark.kafka
 
 MESSAGES = [f"payment-{i:02d}" for i in range(10)]
 

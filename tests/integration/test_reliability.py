@@ -14,7 +14,7 @@ from engine.run import record
 from engine.run.runner import RunFailed, run_scenario
 from engine.scenarios.scenario import list_scenarios, load_scenario
 
-pytestmark = [pytest.mark.kafka, pytest.mark.clock_bound]
+pytestmark = pytest.mark.kafka
 
 
 def test_a_run_that_fails_midway_stops_its_clients_and_is_recorded_as_failed(cluster1):

@@ -18,7 +18,7 @@ from tests.integration.file_promises import assert_lessons_hold
 from tests.kafkatools import kcat_values
 from tests.metrics.followed import Judged, assert_three_ways_agree, run_judged_three_ways
 
-pytestmark = [pytest.mark.kafka, pytest.mark.clock_bound]
+pytestmark = pytest.mark.kafka
 
 REPLICATION_SCENARIOS = (
     "all-replicas-down",

@@ -23,7 +23,7 @@ from tests.integration.test_replication_truths import REPLICATION_SCENARIOS
 from tests.integration.test_streams import STREAMS_SCENARIOS
 from tests.metrics.followed import run_judged_three_ways
 
-pytestmark = [pytest.mark.kafka, pytest.mark.clock_bound]
+pytestmark = pytest.mark.kafka
 
 # Those of test_replication_truths, test_lost_coordinator_answers and test_streams run
 # there, once, with their evidence checked too (and tests.integration.file_promises).

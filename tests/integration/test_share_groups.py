@@ -55,7 +55,7 @@ from engine.proc.failpoints import FailPoint, wait_stopped
 from engine.run.queue_crew import FROM_THE_START, ShareCrew, set_group_configs
 from tests.kafkatools import kcat_headers, kcat_records, kcat_values, unique
 
-pytestmark = [pytest.mark.timeout(600), pytest.mark.clock_bound]
+pytestmark = pytest.mark.timeout(600)
 
 LIBRDKAFKA, JAVA = "librdkafka", "java"
 OLDER = "4.1.2"  # the last release before share groups were on by default (4.2)

@@ -30,7 +30,7 @@ from tests.integration.file_promises import assert_as_its_file_says
 from tests.kafkatools import kcat_values
 from tests.metrics.followed import run_judged_three_ways
 
-pytestmark = [pytest.mark.kafka, pytest.mark.clock_bound]
+pytestmark = pytest.mark.kafka
 
 # Run here once each, judged three ways (tests/metrics/followed.py), and not again in
 # test_scenarios: test_the_streams_scenarios_behave_as_their_files_say checks what it would.
