@@ -63,36 +63,30 @@ def kcat_values(bootstrap: str, topic: str, *, isolation: str = "read_uncommitte
     return [value for _, _, value in kcat_records(bootstrap, topic, isolation=isolation)]
 
 
-def kcat_records(
-    bootstrap: str, topic: str, *, isolation: str = "read_uncommitted"
-) -> list[tuple[int, int, str]]:
-    """Read a topic with kcat, an independent client: (partition, offset, value) each."""
+def kcat_lines(
+    bootstrap: str, topic: str, line_format: str, *, isolation: str = "read_uncommitted"
+) -> list[str]:
+    """Read a topic from its start to its end with kcat, an independent client: one line per
+    record, as kcat's `-f` format `line_format` prints it."""
     kcat = shutil.which("kcat") or shutil.which("kafkacat")
     assert kcat, "kcat is installed by `./lab test`; install it to run this test by hand"
     out = subprocess.run(
-        [
-            kcat,
-            "-C",
-            "-b",
-            bootstrap,
-            "-t",
-            topic,
-            "-o",
-            "beginning",
-            "-e",
-            "-q",
-            "-X",
-            f"isolation.level={isolation}",
-            "-f",
-            "%p %o %s\\n",
-        ],
+        [kcat, "-C", "-b", bootstrap, "-t", topic, "-o", "beginning", "-e", "-q",
+         "-X", f"isolation.level={isolation}", "-f", f"{line_format}\n"],
         capture_output=True,
         text=True,
         timeout=60,
         check=True,
-    )
+    )  # fmt: skip
+    return out.stdout.splitlines()
+
+
+def kcat_records(
+    bootstrap: str, topic: str, *, isolation: str = "read_uncommitted"
+) -> list[tuple[int, int, str]]:
+    """Read a topic with kcat: (partition, offset, value) each."""
     records = []
-    for line in out.stdout.splitlines():
+    for line in kcat_lines(bootstrap, topic, "%p %o %s", isolation=isolation):
         partition, offset, value = [*line.split(" ", 2), ""][:3]
         if value:
             records.append((int(partition), int(offset), value))
@@ -102,18 +96,8 @@ def kcat_records(
 def kcat_headers(bootstrap: str, topic: str) -> list[tuple[str, dict[str, str]]]:
     """Read a topic with kcat: each record's (value, headers). kcat prints the headers as
     `name=value,...`, so a header value holding a comma would read wrong: none here does."""
-    kcat = shutil.which("kcat") or shutil.which("kafkacat")
-    assert kcat, "kcat is installed by `./lab test`; install it to run this test by hand"
-    out = subprocess.run(
-        [kcat, "-C", "-b", bootstrap, "-t", topic, "-o", "beginning", "-e", "-q",
-         "-f", "%h\t%s\n"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-    )  # fmt: skip
     records = []
-    for line in out.stdout.splitlines():
+    for line in kcat_lines(bootstrap, topic, "%h\t%s"):
         headers, _, value = line.partition("\t")
         pairs = [pair.split("=", 1) for pair in headers.split(",") if "=" in pair]
         records.append((value, dict(pairs)))
